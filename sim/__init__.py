@@ -1,0 +1,1 @@
+"""Models and analysis: no GUI imports (Qt, VisPy) here."""

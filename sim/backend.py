@@ -1,0 +1,94 @@
+"""The one place that picks the array module (NumPy or CuPy) for a run.
+
+Everything else receives the chosen module as ``xp``; nothing else imports CuPy at import time.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("auto", "cuda", "numpy")
+
+
+class BackendError(ValueError):
+    """The requested backend cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    xp: ModuleType
+    name: str          # "numpy" or "cuda"
+    device_name: str   # "CPU" or the CUDA device's name
+    reason: str        # why this backend was chosen
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "cuda"
+
+
+def _probe_cuda() -> tuple[ModuleType | None, str]:
+    """Return (cupy, device name) if a CUDA device is usable, else (None, reason)."""
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA install raising on import
+        return None, f"CuPy is not importable ({type(exc).__name__}: {exc})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+        if count < 1:
+            return None, "no CUDA device is present"
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        (cupy.arange(4, dtype=cupy.int32) * 2).sum().item()  # a kernel really runs
+        name = props["name"]
+        return cupy, name.decode() if isinstance(name, bytes) else str(name)
+    except Exception as exc:
+        return None, f"CUDA is not usable ({type(exc).__name__}: {exc})"
+
+
+_cuda_cache: tuple[ModuleType | None, str] | None = None
+
+
+def _cuda() -> tuple[ModuleType | None, str]:
+    global _cuda_cache
+    if _cuda_cache is None:
+        _cuda_cache = _probe_cuda()
+    return _cuda_cache
+
+
+def cuda_available() -> bool:
+    return _cuda()[0] is not None
+
+
+def select_backend(name: str = "auto") -> Backend:
+    """Pick the array module: ``auto`` (CuPy when a CUDA device is usable, else NumPy), ``cuda`` or ``numpy``."""
+    if not isinstance(name, str) or name not in BACKENDS:
+        raise BackendError(f"backend must be one of {', '.join(BACKENDS)}; got {name!r}")
+    if name == "numpy":
+        return Backend(numpy, "numpy", "CPU", "NumPy was requested")
+    cupy, detail = _cuda()
+    if cupy is not None:
+        backend = Backend(cupy, "cuda", detail, f"CUDA device {detail} is usable")
+    elif name == "cuda":
+        raise BackendError(f"backend 'cuda' is not usable: {detail}; use backend 'numpy' or 'auto'")
+    else:
+        backend = Backend(numpy, "numpy", "CPU", f"using NumPy because {detail}")
+    log.info("array backend: %s (%s)", backend.name, backend.reason)
+    return backend
+
+
+def backend_of(array) -> Backend:
+    """The backend an existing array lives on."""
+    if isinstance(array, numpy.ndarray):
+        return select_backend("numpy")
+    return select_backend("cuda")
+
+
+def to_numpy(array) -> numpy.ndarray:
+    """A host copy of a NumPy or CuPy array (NumPy arrays are returned as they are)."""
+    if isinstance(array, numpy.ndarray):
+        return array
+    return array.get()
