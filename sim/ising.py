@@ -30,7 +30,12 @@ def make_engine(xp, lattice: RewiredLattice):
 
 
 class ReferenceEngine:
-    """Vectorised NumPy/CuPy updates: checkerboard Metropolis and breadth-first Wolff."""
+    """Vectorised NumPy/CuPy updates: checkerboard Metropolis and breadth-first Wolff.
+
+    The engine protocol (the CUDA engine in sim/gpu follows it): ``metropolis`` and ``wolff`` take
+    (spins, T, rng, want_mask) and return (new spins, mask of flipped sites or None when not wanted);
+    ``measure(spins)`` returns (sum over edges of s_i s_j, sum of spins) with one device sync.
+    """
 
     def __init__(self, xp, lattice: RewiredLattice):
         from sim.metropolis import CheckerboardMetropolis
@@ -43,22 +48,24 @@ class ReferenceEngine:
         self._removed = (xp.asarray(u), xp.asarray(v))
         self._added = (xp.asarray(lattice.new_edges[:, 0]), xp.asarray(lattice.new_edges[:, 1]))
 
-    def metropolis(self, spins, T: float, rng: StreamRNG):
+    def metropolis(self, spins, T: float, rng: StreamRNG, want_mask: bool = True):
         return self._metropolis.sweep(spins, T, rng.next_stream())
 
-    def wolff(self, spins, T: float, rng: StreamRNG):
+    def wolff(self, spins, T: float, rng: StreamRNG, want_mask: bool = True):
         return self._wolff.flip(spins, T, rng.next_stream())
 
-    def bond_sum(self, spins) -> float:
-        """sum over edges of s_i s_j: the lattice's bonds, minus the rewired ones, plus their replacements."""
+    def measure(self, spins) -> tuple[float, int]:
+        """(sum over edges of s_i s_j, sum of spins): the lattice's bonds, minus the rewired ones, plus
+        their replacements."""
         xp = self.xp
         s = spins.astype(xp.int32)
-        total = sum(int((s * xp.roll(s, -1, axis)).sum()) for axis in range(s.ndim))
+        total = sum((s * xp.roll(s, -1, axis)).sum() for axis in range(s.ndim))
         flat = s.reshape(-1)
         if self._removed[0].size:
-            total -= int((flat[self._removed[0]] * flat[self._removed[1]]).sum())
-            total += int((flat[self._added[0]] * flat[self._added[1]]).sum())
-        return float(total)
+            total = total - (flat[self._removed[0]] * flat[self._removed[1]]).sum()
+            total = total + (flat[self._added[0]] * flat[self._added[1]]).sum()
+        bonds, spin_sum = (int(v) for v in to_numpy(xp.stack([xp.asarray(total), s.sum()])))
+        return float(bonds), spin_sum
 
 
 class IsingModel:
@@ -164,13 +171,15 @@ class IsingModel:
         """Advance n steps: a Metropolis sweep or one Wolff cluster flip each, following the schedule."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
-        for _ in range(int(n)):
+        for i in range(int(n)):
             update = getattr(self._engine, self._schedule[self._phase])
-            self.spins, self.flipped = update(self.spins, self._T, self._rng)
+            last = i == n - 1
+            self.spins, mask = update(self.spins, self._T, self._rng, want_mask=last)
+            if last:
+                self.flipped = mask
+                self._flipped_count = None
             self._phase = (self._phase + 1) % len(self._schedule)
             self.step_count += 1
-        if n:
-            self._flipped_count = None
 
     # ---- measurements -----------------------------------------------------------------------
     def observables(self) -> dict[str, float]:
@@ -178,11 +187,8 @@ class IsingModel:
         n = self.n_sites
         if self._flipped_count is None:
             self._flipped_count = int(self.flipped.sum())
-        return {
-            "energy": -self._engine.bond_sum(self.spins) / n,
-            "magnetisation": abs(int(self.spins.sum(dtype=self.xp.int64))) / n,
-            "flipped_fraction": self._flipped_count / n,
-        }
+        bonds, spin_sum = self._engine.measure(self.spins)
+        return {"energy": -bonds / n, "magnetisation": abs(spin_sum) / n, "flipped_fraction": self._flipped_count / n}
 
     def edges(self) -> np.ndarray:
         return self.graph.edges()

@@ -25,6 +25,12 @@ class StreamRNG:
         key = np.random.SeedSequence([self.seed, stream]).generate_state(1, np.uint64)[0]
         return _CupyStream(self.xp.random.RandomState(int(key) >> 1, method=curand.CURAND_RNG_PSEUDO_PHILOX4_32_10))
 
+    def next_key(self) -> tuple[int, int]:
+        """(seed, stream) for kernels with their own counter-based generator (Philox keyed by seed, stream, site)."""
+        stream = self.streams_used
+        self.streams_used += 1
+        return self.seed, stream
+
     def host_stream(self) -> np.random.Generator:
         """A NumPy generator for the next stream, whatever the backend (graph building, seeds)."""
         stream = self.streams_used
