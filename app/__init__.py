@@ -1,0 +1,1 @@
+"""Qt application: windows, widgets and the command line (app.cli)."""

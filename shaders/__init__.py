@@ -1,0 +1,1 @@
+"""GLSL sources (data files), installed beside render/; render/shaders.py reads them."""

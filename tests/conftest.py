@@ -1,0 +1,63 @@
+"""Suite-wide test policy.
+
+- ``@pytest.mark.gpu`` tests are skipped when no CUDA device is usable. The probe runs once, inside a
+  function, and only when such a test was collected: nothing here imports CuPy at import time.
+- ``@pytest.mark.slow`` tests are deselected unless a ``-m`` expression is given (``-m slow`` runs them).
+- Without a display, Qt would abort the whole session on the first window; we fall back to Qt's
+  ``offscreen`` platform so that GUI tests fail (or skip) one by one instead. Run GUI tests under Xvfb
+  (``bash .ci/test`` does this).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_cuda_probe: tuple[bool, str] | None = None
+_no_display = False
+
+
+def cuda_status() -> tuple[bool, str]:
+    """(usable, reason): whether a CUDA device can run CuPy kernels, asked once per session."""
+    global _cuda_probe
+    if _cuda_probe is None:
+        try:
+            from sim.backend import select_backend
+
+            backend = select_backend("cuda")
+            _cuda_probe = (True, f"CUDA device {backend.device_name}")
+        except Exception as exc:  # BackendError, ImportError, a broken driver: all mean "no GPU here"
+            _cuda_probe = (False, str(exc) or type(exc).__name__)
+    return _cuda_probe
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _no_display
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM")):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        _no_display = True  # reported in the header below
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = []
+    if _no_display:
+        lines.append("latticelab: no DISPLAY, using QT_QPA_PLATFORM=offscreen (GUI tests need Xvfb: bash .ci/test)")
+    if not config.option.markexpr:
+        lines.append("latticelab: slow tests deselected (select them with -m slow)")
+    return lines
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.option.markexpr:
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu_items:
+        usable, reason = cuda_status()
+        if not usable:
+            skip = pytest.mark.skip(reason=f"needs a usable CUDA device: {reason}")
+            for item in gpu_items:
+                item.add_marker(skip)
