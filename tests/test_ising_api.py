@@ -158,3 +158,27 @@ def test_bad_values_on_a_running_model_leave_it_unchanged():
         m.set_rewiring(p=2)
     assert m.T == 2.0 and m.algorithm == "metropolis" and m.p == 0.0
     m.step(1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("engine", ["default", "reference"])
+@pytest.mark.parametrize("algorithm,T", [("metropolis", 2.6), ("wolff", 2.269), ("metropolis", 4.2)])
+def test_numpy_and_cuda_agree_statistically(algorithm, T, engine, monkeypatch):
+    import sim.ising
+    from test_ising_exact import block_mean_and_error
+    dim = 3 if T > 4 else 2
+    L = 12 if dim == 3 else 24
+    means = {}
+    for backend in ("numpy", "cuda"):
+        if engine == "reference" and backend == "cuda":
+            monkeypatch.setattr(sim.ising, "make_engine", lambda xp, lat: sim.ising.ReferenceEngine(xp, lat))
+        m = IsingModel(dim=dim, L=L, T=T, p=0.02, algorithm=algorithm, seed=21, backend=backend)
+        assert m.backend_name == backend
+        m.step(300)
+        e = np.empty(3000)
+        for i in range(e.size):
+            m.step(1)
+            e[i] = m.observables()["energy"]
+        means[backend] = block_mean_and_error(e)
+    (a, ea), (b, eb) = means["numpy"], means["cuda"]
+    assert abs(a - b) < 5 * np.hypot(ea, eb), means
