@@ -1,0 +1,571 @@
+"""CUDA-OpenGL interop: CuPy arrays go straight into VisPy's OpenGL textures and buffers.
+
+The thesis tool (003, section 7.3.1) mapped its colour buffer into CUDA every frame; this module
+does the same for VisPy gloo objects. CuPy has no OpenGL interop calls, so the CUDA side goes
+through cuda-python's runtime bindings (``cuda.bindings.runtime``): a gloo ``Texture2D`` /
+``Texture3D`` is registered with ``cudaGraphicsGLRegisterImage`` and filled by a device-to-device
+copy into its mapped CUDA array; a gloo buffer is registered with ``cudaGraphicsGLRegisterBuffer``
+and its mapped memory is handed out as a CuPy array. Everything runs on CuPy's current stream, so
+it is ordered after the simulation kernels; unmapping orders it before the next GL draw.
+
+Per canvas (one GL context) the first upload decides once whether interop can be used, and when
+it cannot, logs ONE line saying why and uploads through host memory instead (``cupy.asnumpy`` +
+``set_data``): no CUDA; CUDA usable but the GL context is not on the CUDA device (Mesa/llvmpipe,
+another GPU); or a registration failed.
+
+All calls belong in the GL thread, outside a draw (they make the canvas's context current)::
+
+    gpu = interop_for(canvas)
+    gpu.upload_texture(texture, state)                        # CuPy or NumPy array
+    with gpu.mapped_buffer(vbo, numpy.float32, (n, 4)) as colours:
+        colour_kernel(spins, colours)                         # writes the GL buffer in place
+
+cupy and cuda.bindings are imported lazily: importing this module needs neither.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import weakref
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+GL_TEXTURE_2D = 0x0DE1
+GL_TEXTURE_3D = 0x806F
+ENV_SWITCH = "LATTICELAB_INTEROP"  # "off" (or 0/no/false) forces host uploads
+
+
+class InteropError(RuntimeError):
+    """A CUDA-OpenGL interop step failed; the message names the call and CUDA's error."""
+
+
+# ----------------------------------------------------------------------------- CUDA access ---
+
+def _cuda_modules():
+    """(cupy, cuda.bindings.runtime), imported on first use. Raises ImportError without CUDA."""
+    import cupy
+    from cuda.bindings import runtime
+    return cupy, runtime
+
+
+def _check(result, what: str):
+    """Unpack a cuda.bindings result ``(err, *values)``; raise InteropError unless it succeeded."""
+    _, rt = _cuda_modules()
+    err, *values = result
+    if err != rt.cudaError_t.cudaSuccess:
+        name = rt.cudaGetErrorName(err)[1]
+        text = rt.cudaGetErrorString(err)[1]
+        name = name.decode() if isinstance(name, bytes) else name
+        text = text.decode() if isinstance(text, bytes) else text
+        raise InteropError(f"{what} failed: {name} ({text})")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _stream_handle():
+    cupy, _ = _cuda_modules()
+    return cupy.cuda.get_current_stream().ptr
+
+
+def _is_device_array(data) -> bool:
+    return hasattr(data, "__cuda_array_interface__") and not isinstance(data, np.ndarray)
+
+
+def _to_host(data) -> np.ndarray:
+    if isinstance(data, np.ndarray):
+        return data
+    if hasattr(data, "get"):  # cupy.ndarray
+        return data.get()
+    return np.asarray(data)
+
+
+_live_resources = 0  # registered and not yet unregistered, process-wide (for leak checks)
+
+
+def registered_count() -> int:
+    """How many CUDA graphics resources this module holds registered right now."""
+    return _live_resources
+
+
+class GraphicsResource:
+    """One GL object registered with CUDA: map / unmap / unregister, with every error checked."""
+
+    def __init__(self, gl_name: int, target: int | None, flags: int, signature=None):
+        global _live_resources
+        _, rt = _cuda_modules()
+        self.gl_name = int(gl_name)
+        self.target = target              # GL_TEXTURE_2D / GL_TEXTURE_3D, or None for a buffer
+        self.signature = signature        # what the GL storage looked like when registered
+        self.bytes_per_texel = None       # filled at the first map of an image
+        if target is None:
+            self._handle = _check(rt.cudaGraphicsGLRegisterBuffer(self.gl_name, flags),
+                                  f"cudaGraphicsGLRegisterBuffer(GL buffer {self.gl_name})")
+        else:
+            self._handle = _check(rt.cudaGraphicsGLRegisterImage(self.gl_name, target, flags),
+                                  f"cudaGraphicsGLRegisterImage(GL texture {self.gl_name}, target {target:#x})")
+        self._mapped = False
+        _live_resources += 1
+
+    @property
+    def registered(self) -> bool:
+        return self._handle is not None
+
+    @contextlib.contextmanager
+    def mapped(self, stream=None):
+        """Map for CUDA on ``stream`` (CuPy's current stream by default); unmap on exit."""
+        _, rt = _cuda_modules()
+        if self._handle is None:
+            raise InteropError(f"GL object {self.gl_name} is no longer registered")
+        stream = _stream_handle() if stream is None else stream
+        _check(rt.cudaGraphicsMapResources(1, self._handle, stream), "cudaGraphicsMapResources")
+        self._mapped = True
+        try:
+            yield self
+        finally:
+            self._mapped = False
+            _check(rt.cudaGraphicsUnmapResources(1, self._handle, stream), "cudaGraphicsUnmapResources")
+
+    def mapped_array(self):
+        """The cudaArray_t of a mapped texture (level 0), with its texel size checked once."""
+        _, rt = _cuda_modules()
+        array = _check(rt.cudaGraphicsSubResourceGetMappedArray(self._handle, 0, 0),
+                       "cudaGraphicsSubResourceGetMappedArray")
+        if self.bytes_per_texel is None:
+            desc, extent, _flags = _check(rt.cudaArrayGetInfo(array), "cudaArrayGetInfo")
+            self.bytes_per_texel = (desc.x + desc.y + desc.z + desc.w) // 8
+            self.extent = (int(extent.width), int(extent.height), int(extent.depth))
+        return array
+
+    def mapped_pointer(self) -> tuple[int, int]:
+        """(device pointer, size in bytes) of a mapped buffer."""
+        _, rt = _cuda_modules()
+        ptr, size = _check(rt.cudaGraphicsResourceGetMappedPointer(self._handle),
+                           "cudaGraphicsResourceGetMappedPointer")
+        return int(ptr), int(size)
+
+    def unregister(self):
+        global _live_resources
+        if self._handle is None:
+            return
+        _, rt = _cuda_modules()
+        handle, self._handle = self._handle, None
+        _live_resources -= 1
+        _check(rt.cudaGraphicsUnregisterResource(handle), f"cudaGraphicsUnregisterResource(GL {self.gl_name})")
+
+
+def copy_into_texture(resource: GraphicsResource, array, stream=None):
+    """Copy a C-contiguous CuPy array (H, W[, C]) or (D, H, W[, C]) into a registered texture."""
+    _, rt = _cuda_modules()
+    stream = _stream_handle() if stream is None else stream
+    dims = 3 if resource.target == GL_TEXTURE_3D else 2
+    if array.ndim not in (dims, dims + 1):
+        raise InteropError(f"a {dims}D texture needs a {dims}D array (optionally with channels), got shape {array.shape}")
+    depth, height, width = ((1,) + tuple(array.shape[:2]) if dims == 2 else tuple(array.shape[:3]))
+    texel = array.itemsize * (array.shape[-1] if array.ndim == dims + 1 else 1)
+    with resource.mapped(stream):
+        cuda_array = resource.mapped_array()
+        if resource.bytes_per_texel != texel:
+            raise InteropError(
+                f"texture GL {resource.gl_name} stores {resource.bytes_per_texel} bytes per texel but the array "
+                f"gives {texel} ({array.dtype}, shape {array.shape}); give the texture a matching internalformat")
+        expected = (width, height, depth if dims == 3 else 0)
+        if resource.extent != expected:
+            raise InteropError(f"texture GL {resource.gl_name} has extent {resource.extent}, array needs {expected}")
+        kind = rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
+        row = width * texel
+        if dims == 2:
+            _check(rt.cudaMemcpy2DToArrayAsync(cuda_array, 0, 0, array.data.ptr, row, row, height, kind, stream),
+                   "cudaMemcpy2DToArrayAsync")
+        else:
+            params = rt.cudaMemcpy3DParms()
+            params.srcPtr = rt.make_cudaPitchedPtr(array.data.ptr, row, width, height)
+            params.dstArray = cuda_array
+            params.extent = rt.make_cudaExtent(width, height, depth)
+            params.kind = kind
+            _check(rt.cudaMemcpy3DAsync(params, stream), "cudaMemcpy3DAsync")
+
+
+# ------------------------------------------------------------------- VisPy's private side ---
+
+def gl_object_name(canvas, gloo_object) -> int:
+    """The OpenGL name (``glGenTextures``/``glGenBuffers`` id) of a gloo object in ``canvas``.
+
+    PRIVATE VisPy API (vispy 0.17): gloo objects only know their GLIR id; the real GL name lives in
+    the context's GLIR parser. This is the only place in the project that reaches for it. It joins
+    the object's pending GLIR commands to the canvas's queue and runs them, so the GL storage exists
+    with its current size. The canvas's GL context must be current.
+    """
+    context = canvas.context
+    queue = getattr(gloo_object, "glir", None)
+    if queue is None:
+        raise InteropError(f"{gloo_object!r} has been deleted")
+    context.glir.associate(queue)
+    context.flush_commands()
+    glir_object = context.shared.parser.get_object(gloo_object.id)
+    handle = getattr(glir_object, "handle", None)
+    if not handle:
+        raise InteropError(f"VisPy has no GL object for {gloo_object!r} in this canvas")
+    return int(handle)
+
+
+def owning_canvas(gloo_object):
+    """The live canvas whose GL context holds (or will create) ``gloo_object``; None if none yet.
+
+    PRIVATE VisPy API (vispy 0.17), like gl_object_name: VisPy keeps the canvases that were made
+    current in ``vispy.gloo.context.canvasses``; an object belongs to a canvas once that canvas's
+    GLIR parser knows its id, or once its command queue has been joined to the canvas's queue.
+    """
+    from vispy.gloo import context as gloo_context
+    queue = getattr(gloo_object, "glir", None)
+    if queue is None:
+        return None
+    for ref in reversed(gloo_context.canvasses):
+        canvas = ref()
+        context = getattr(canvas, "context", None)
+        parser = getattr(getattr(context, "shared", None), "parser", None)
+        if parser is None:
+            continue
+        if parser.get_object(gloo_object.id) is not None or queue._shared is context.glir._shared:
+            return canvas
+    return None
+
+
+def _make_current(canvas):
+    """Make the canvas's GL context current, unless VisPy already has it current.
+
+    Skipping the call when it is current matters inside a draw: ``set_current`` makes the next
+    GLIR flush re-bind the canvas's default framebuffer, which would break a render into an FBO.
+    """
+    from vispy.gloo.context import get_current_canvas
+    if get_current_canvas() is not canvas:
+        canvas.set_current()
+
+
+def _gl_identity(canvas) -> tuple[str, str]:
+    from vispy.gloo import gl
+    _make_current(canvas)
+    return str(gl.glGetParameter(gl.GL_VENDOR)), str(gl.glGetParameter(gl.GL_RENDERER))
+
+
+def _gl_cuda_devices(runtime, count: int) -> list[int]:
+    """CUDA devices that drive the current GL context (cudaGLGetDevices)."""
+    n, devices = _check(runtime.cudaGLGetDevices(max(count, 1), runtime.cudaGLDeviceList.cudaGLDeviceListAll),
+                        "cudaGLGetDevices")
+    return [int(d) for d in list(devices)[:n]]
+
+
+def _texture_target(texture) -> int | None:
+    from vispy.gloo import Texture2D, Texture3D
+    from vispy.gloo.texture import TextureEmulated3D
+    if isinstance(texture, Texture3D):
+        return GL_TEXTURE_3D
+    if isinstance(texture, Texture2D) and not isinstance(texture, TextureEmulated3D):
+        return GL_TEXTURE_2D
+    return None
+
+
+def _signature(gloo_object):
+    """What decides the GL storage: a change means VisPy re-created it and CUDA must register again."""
+    if hasattr(gloo_object, "internalformat"):
+        return ("texture", tuple(gloo_object.shape), gloo_object.format, gloo_object.internalformat)
+    return ("buffer", int(gloo_object.nbytes))
+
+
+# ---------------------------------------------------------------------- per-canvas state ---
+
+class CanvasInterop:
+    """Interop state of one canvas: whether it is on, why not, and its registration cache.
+
+    The cache maps a gloo object's id to its GraphicsResource; an entry is dropped (unregistered)
+    when the object is garbage-collected, deleted, resized, or its GL name changes.
+    """
+
+    def __init__(self, canvas):
+        self._canvas = weakref.ref(canvas)
+        self._decided = False
+        self.enabled = False
+        self.reason = "not decided yet (no upload so far)"
+        self._resources: dict[int, tuple[weakref.ref, GraphicsResource]] = {}
+        self._shadows: dict[int, object] = {}  # host-path stand-ins for mapped buffers
+        self.uploads = {"interop": 0, "host": 0}
+
+    # -- deciding ----------------------------------------------------------------------------
+    def _probe(self) -> tuple[bool, str]:
+        if os.environ.get(ENV_SWITCH, "").strip().lower() in ("0", "off", "no", "false"):
+            return False, f"switched off by {ENV_SWITCH}={os.environ[ENV_SWITCH]}"
+        try:
+            cupy, runtime = _cuda_modules()
+            count = cupy.cuda.runtime.getDeviceCount()
+            device = cupy.cuda.Device().id
+        except Exception as exc:  # ImportError, or CUDA raising on a machine without a driver
+            return False, f"no CUDA ({type(exc).__name__}: {exc})"
+        if count < 1:
+            return False, "no CUDA (no CUDA device)"
+        vendor, renderer = _gl_identity(self.canvas)
+        if "nvidia" not in (vendor + renderer).lower():
+            return False, (f"CUDA is usable but the OpenGL context is not on a CUDA device "
+                           f"(GL_VENDOR {vendor!r}, GL_RENDERER {renderer!r})")
+        try:
+            gl_devices = _gl_cuda_devices(runtime, count)
+        except InteropError as exc:
+            return False, f"CUDA is usable but the OpenGL context ({renderer}) is not on a CUDA device: {exc}"
+        if device not in gl_devices:
+            return False, (f"CUDA is usable but the OpenGL context ({renderer}) runs on CUDA device(s) "
+                           f"{gl_devices}, while CuPy uses device {device}")
+        return True, f"OpenGL context {renderer!r} is on CUDA device {device}"
+
+    def decide(self) -> bool:
+        """Decide once (logging why) whether this canvas uses interop; returns the decision."""
+        if not self._decided:
+            self._decided = True
+            self.enabled, self.reason = self._probe()
+            if self.enabled:
+                log.info("CUDA-OpenGL interop on: %s", self.reason)
+            else:
+                self._log_off()
+        return self.enabled
+
+    def _log_off(self):
+        level = logging.INFO if self.reason.startswith(("no CUDA", "switched off")) else logging.WARNING
+        log.log(level, "CUDA-OpenGL interop off, uploading through host memory: %s", self.reason)
+
+    def force_host(self, reason: str = "host uploads requested"):
+        """Switch this canvas to host uploads for good (logged once); registrations are released."""
+        self._decided = True
+        if self.enabled or self.reason != reason:
+            self.enabled, self.reason = False, reason
+            self._log_off()
+        self.release()
+
+    def _fail(self, exc: Exception):
+        detail = str(exc) if isinstance(exc, InteropError) else f"{type(exc).__name__}: {exc}"
+        self.force_host(f"registration or mapping failed ({detail})")
+
+    @property
+    def canvas(self):
+        canvas = self._canvas()
+        if canvas is None:
+            raise InteropError("the canvas has been closed")
+        return canvas
+
+    # -- registration cache ----------------------------------------------------------------
+    def _resource(self, gloo_object, target, flags) -> GraphicsResource:
+        self._drop_dead()
+        name = gl_object_name(self.canvas, gloo_object)
+        signature = (name, _signature(gloo_object))
+        entry = self._resources.get(gloo_object.id)
+        if entry is not None:
+            resource = entry[1]
+            if resource.signature == signature and resource.registered:
+                return resource
+            self._unregister(gloo_object.id)
+        resource = GraphicsResource(name, target, flags, signature)
+        gid = gloo_object.id
+        self._resources[gid] = (weakref.ref(gloo_object, lambda _ref, gid=gid: self._on_collected(gid)), resource)
+        return resource
+
+    def _on_collected(self, gid: int):
+        # Runs while VisPy's DELETE command is still queued, so the GL object still exists. Only
+        # unregister at once when this canvas's context is current (no context switch from inside
+        # a garbage collection); otherwise the next upload's _drop_dead does it.
+        from vispy.gloo.context import get_current_canvas
+        canvas = self._canvas()
+        if canvas is None or gid not in self._resources or get_current_canvas() is not canvas:
+            return
+        try:
+            self._unregister(gid)
+        except Exception as exc:  # never raise from a weakref callback
+            log.debug("unregistering collected GL object %s: %s", gid, exc)
+
+    def _drop_dead(self):
+        for gid, (ref, _) in list(self._resources.items()):
+            obj = ref()
+            if obj is None or getattr(obj, "glir", None) is None:
+                try:
+                    self._unregister(gid)
+                except InteropError as exc:  # its GL object may already be gone
+                    log.debug("unregistering deleted GL object %s: %s", gid, exc)
+
+    def _unregister(self, gid: int):
+        entry = self._resources.pop(gid, None)
+        if entry is not None:
+            entry[1].unregister()
+
+    def release(self):
+        """Unregister everything this canvas registered (call with the canvas still open)."""
+        canvas = self._canvas()
+        if canvas is not None and self._resources:
+            _make_current(canvas)
+        errors = []
+        for gid in list(self._resources):
+            try:
+                self._unregister(gid)
+            except InteropError as exc:
+                errors.append(str(exc))
+        self._shadows.clear()
+        if errors:
+            log.debug("release: %s", "; ".join(errors))
+
+    def resources(self) -> int:
+        return len(self._resources)
+
+    # -- uploads ---------------------------------------------------------------------------
+    def try_texture(self, texture, data) -> bool:
+        """Copy device ``data`` into a gloo Texture2D/Texture3D through interop.
+
+        ``data`` is (H, W[, C]) or (D, H, W[, C]); a shape change resizes the texture first (VisPy
+        then re-creates the GL storage, so it is registered again). Returns False, having done
+        nothing, when the caller must upload from host memory instead: interop is off here (the
+        reason is logged once), ``data`` is not a CuPy array, or the texture kind is unsupported.
+        """
+        if not (self.decide() and _is_device_array(data)):
+            return False
+        target = _texture_target(texture)
+        if target is None:
+            return False
+        cupy, runtime = _cuda_modules()
+        try:
+            _make_current(self.canvas)
+            array = cupy.ascontiguousarray(data)
+            if _normalised_shape(texture, array.shape) != tuple(texture.shape):
+                texture.resize(array.shape)
+            resource = self._resource(texture, target,
+                                      runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsWriteDiscard)
+            copy_into_texture(resource, array)
+        except Exception as exc:  # InteropError, or anything unforeseen: the frame must still be drawn
+            self._fail(exc)
+            return False
+        self.uploads["interop"] += 1
+        return True
+
+    def try_buffer(self, buffer, data, offset: int = 0) -> bool:
+        """Copy device ``data`` into a gloo buffer at byte ``offset`` through interop.
+
+        With offset 0 and a different size the buffer is resized first (and registered again).
+        Returns False, having done nothing, when the caller must upload from host memory.
+        """
+        if not (self.decide() and _is_device_array(data)):
+            return False
+        cupy, runtime = _cuda_modules()
+        try:
+            _make_current(self.canvas)
+            source = cupy.ascontiguousarray(data)
+            nbytes = int(source.nbytes)
+            if offset == 0 and nbytes != buffer.nbytes:
+                buffer.resize_bytes(nbytes)
+            resource = self._resource(buffer, None, runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsNone)
+            with resource.mapped():
+                ptr, size = resource.mapped_pointer()
+                if offset + nbytes > size:
+                    raise InteropError(f"{nbytes} bytes at offset {offset} do not fit a {size}-byte buffer")
+                _check(runtime.cudaMemcpyAsync(ptr + offset, source.data.ptr, nbytes,
+                                               runtime.cudaMemcpyKind.cudaMemcpyDeviceToDevice, _stream_handle()),
+                       "cudaMemcpyAsync")
+        except Exception as exc:  # InteropError, or anything unforeseen: the frame must still be drawn
+            self._fail(exc)
+            return False
+        self.uploads["interop"] += 1
+        return True
+
+    def upload_texture(self, texture, data) -> str:
+        """``try_texture``, else a host upload (``set_data``). Returns the path taken: "interop" or "host"."""
+        if self.try_texture(texture, data):
+            return "interop"
+        texture.set_data(_to_host(data))
+        self.uploads["host"] += 1
+        return "host"
+
+    def upload_buffer(self, buffer, data, offset: int = 0) -> str:
+        """``try_buffer``, else a host upload. Returns the path taken: "interop" or "host"."""
+        if self.try_buffer(buffer, data, offset):
+            return "interop"
+        host = _to_host(data)
+        if offset == 0 and host.nbytes != buffer.nbytes:
+            buffer.set_data(host)
+        else:
+            buffer.set_subdata(host, offset=offset)
+        self.uploads["host"] += 1
+        return "host"
+
+    @contextlib.contextmanager
+    def mapped_buffer(self, buffer, dtype, shape=None):
+        """Yield the buffer's memory as a CuPy array of ``dtype`` (and ``shape``) to write in place.
+
+        Through interop this is the GL buffer itself. On the host path it is a persistent stand-in
+        array (CuPy when available, else NumPy) that is uploaded with ``set_data`` on exit, so the
+        caller's code is the same either way.
+        """
+        dtype = np.dtype(dtype)
+        count = buffer.nbytes // dtype.itemsize
+        shape = (count,) if shape is None else tuple(shape)
+        if int(np.prod(shape)) * dtype.itemsize > buffer.nbytes:
+            raise ValueError(f"shape {shape} of {dtype} needs more than the buffer's {buffer.nbytes} bytes")
+        if self.decide():
+            cupy, runtime = _cuda_modules()
+            stack = contextlib.ExitStack()
+            try:
+                _make_current(self.canvas)
+                resource = self._resource(buffer, None, runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsNone)
+                stack.enter_context(resource.mapped())
+                ptr, size = resource.mapped_pointer()
+            except InteropError as exc:
+                with contextlib.suppress(InteropError):
+                    stack.close()
+                self._fail(exc)
+            else:
+                with stack:  # unmaps on exit, also when the caller's block raises
+                    memory = cupy.cuda.UnownedMemory(ptr, size, resource)
+                    self.uploads["interop"] += 1
+                    yield cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(memory, 0))
+                return
+        shadow = self._shadows.get(buffer.id)
+        if shadow is None or shadow.shape != shape or shadow.dtype != dtype:
+            try:
+                xp = _cuda_modules()[0]
+                xp.cuda.runtime.getDeviceCount()
+            except Exception:
+                xp = np
+            shadow = xp.zeros(shape, dtype)
+            self._shadows[buffer.id] = shadow
+        yield shadow
+        buffer.set_subdata(_to_host(shadow), offset=0)
+        self.uploads["host"] += 1
+
+
+def _normalised_shape(texture, shape) -> tuple:
+    """The texture shape (with channel axis) that an array of ``shape`` needs."""
+    dims = 3 if _texture_target(texture) == GL_TEXTURE_3D else 2
+    shape = tuple(int(s) for s in shape)
+    return shape + (1,) if len(shape) == dims else shape
+
+
+_by_context: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def try_upload_texture(texture, data) -> bool:
+    """Interop upload into whichever canvas owns ``texture`` (see CanvasInterop.try_texture).
+
+    False (caller uploads from host memory) also when no canvas has used the texture yet: VisPy
+    creates the GL object at the first draw, so the very first upload of a new texture is a host one.
+    """
+    canvas = owning_canvas(texture)
+    return canvas is not None and interop_for(canvas).try_texture(texture, data)
+
+
+def try_upload_buffer(buffer, data, offset: int = 0) -> bool:
+    """Interop upload into whichever canvas owns ``buffer`` (see CanvasInterop.try_buffer)."""
+    canvas = owning_canvas(buffer)
+    return canvas is not None and interop_for(canvas).try_buffer(buffer, data, offset)
+
+
+def interop_for(canvas) -> CanvasInterop:
+    """The interop state of ``canvas`` (one per GL context), created on first use."""
+    state = _by_context.get(canvas.context)
+    if state is None or state._canvas() is None:
+        state = CanvasInterop(canvas)
+        _by_context[canvas.context] = state
+    return state
