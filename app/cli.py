@@ -16,6 +16,7 @@ import time
 BENCHMARKS = {
     "sim": ("sim.bench_sim", "Ising update kernels against the naive CuPy reference (CUDA GPU)"),
     "render": ("render.bench", "full frames through CUDA-OpenGL interop against host uploads (CUDA GPU)"),
+    "cpu": ("sim.bench_cpu", "the NumPy path's Metropolis sweeps against a plain vectorised NumPy checkerboard"),
     "iso": ("sim.bench_iso", "iso-surfaces of a 3D spectrum: GPU marching cubes against scikit-image"),
 }
 

@@ -1,0 +1,65 @@
+"""Benchmark results in the project's JSON format (shared/reference/bench-format.md)."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+
+def median_rate(work, amount: float, repeats: int = 5, warmup: int = 1, sync=lambda: None) -> float:
+    """Median of ``amount / seconds`` over timed repetitions of ``work()`` after warm-up."""
+    for _ in range(warmup):
+        work()
+    sync()
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        work()
+        sync()
+        rates.append(amount / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__)), timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def device_slug(device: str) -> str:
+    for known in ("H100", "H200", "A100", "L40S", "RTX"):
+        if known in device:
+            return known
+    return re.sub(r"[^A-Za-z0-9]+", "-", device).strip("-")[:40] or "device"
+
+
+def write_results(name: str, device: str, cases: list[dict], out_dir: str = "bench/results",
+                  slug: str | None = None) -> str:
+    """Write bench/results/<name>-<slug or short device name>.json; returns the path."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"{name}-{slug or device_slug(device)}.json")
+    doc = {"command": "latticelab " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("latticelab")
+           else " ".join(["latticelab", *sys.argv[1:]]),
+           "commit": git_commit(),
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "device": device, "cases": cases}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    return path
+
+
+def print_table(cases: list[dict]) -> None:
+    print(f"{'case':38} {'metric':16} {'value':>12} {'baseline':>12} {'ratio':>8}")
+    for c in cases:
+        base = c.get("baseline_value")
+        ratio = c.get("ratio")
+        print(f"{c['case']:38} {c['metric']:16} {c['value']:12.4g} "
+              f"{'' if base is None else format(base, '12.4g'):>12} {'' if ratio is None else format(ratio, '8.2f'):>8}")
