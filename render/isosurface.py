@@ -1,0 +1,172 @@
+"""3D FFT hyper-surfaces (thesis 003, figures 7.19-7.22): marching cubes of a magnitude volume at an iso
+value, drawn inside a box labelled with its edge length in frequency units.
+
+``SpectrumIsoView`` fills a VisPy ViewBox (no Qt). On a CUDA machine the volume stays a CuPy array, the
+mesh is made by the GPU kernels of sim/marching_cubes.py and reaches the vertex buffers through
+render/interop.py (device-to-device copies into the GL buffers); elsewhere scikit-image makes the mesh
+and it is uploaded from host memory. Either way the mesh's (z, y, x) vertices go in unchanged: the vertex
+shader (shaders/isosurface.vert) swizzles them.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+from vispy import gloo, scene
+from vispy.scene.visuals import create_visual_node
+from vispy.visuals import Visual
+
+from render.shaders import load_shader
+from sim.marching_cubes import Mesh, marching_cubes
+
+log = logging.getLogger(__name__)
+
+SURFACE = (0.95, 0.78, 0.35, 1.0)
+SURFACE_BACK = (0.45, 0.6, 0.95, 1.0)
+BOX = (0.75, 0.75, 0.8, 1.0)
+TEXT = (0.9, 0.9, 0.9, 1.0)
+
+
+def _upload(buffer, array, canvas) -> str:
+    """Into a gloo buffer: through CUDA-GL interop for CuPy data when the canvas allows it, else host."""
+    if canvas is not None and not isinstance(array, np.ndarray):
+        try:
+            from render.interop import interop_for
+        except ImportError:
+            pass
+        else:
+            return interop_for(canvas).upload_buffer(buffer, array)
+    host = array if isinstance(array, np.ndarray) else array.get()
+    buffer.set_data(np.ascontiguousarray(host))
+    return "host"
+
+
+class IsoSurfaceVisual(Visual):
+    """A triangle mesh with per-vertex normals, two-sided headlight shading."""
+
+    def __init__(self, colour=SURFACE, back_colour=SURFACE_BACK):
+        super().__init__(vcode=load_shader("isosurface.vert"), fcode=load_shader("isosurface.frag"))
+        self._positions = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
+        self._normals = gloo.VertexBuffer(np.zeros((3, 3), np.float32))
+        self._faces = gloo.IndexBuffer(np.zeros((1, 3), np.uint32))
+        self.shared_program["a_position"] = self._positions
+        self.shared_program["a_normal"] = self._normals
+        self.shared_program["u_colour"] = colour
+        self.shared_program["u_back_colour"] = back_colour
+        self._index_buffer = self._faces
+        self._draw_mode = "triangles"
+        self.n_faces = 0
+        self.bounds_zyx = None  # ((lo, hi) per axis in array order) of the current mesh
+        self.last_upload = None
+        self.set_gl_state("opaque", depth_test=True, cull_face=False)
+
+    def set_mesh(self, mesh: Mesh, canvas=None) -> None:
+        """Show ``mesh`` (NumPy or CuPy arrays); an empty mesh draws nothing."""
+        self.n_faces = mesh.n_faces
+        if self.n_faces:
+            faces = mesh.faces.view("uint32")  # indices are non-negative: same bytes as int32
+            paths = {_upload(self._positions, mesh.vertices, canvas), _upload(self._normals, mesh.normals, canvas),
+                     _upload(self._faces, faces, canvas)}
+            self.last_upload = "/".join(sorted(paths))
+            lo, hi = mesh.vertices.min(axis=0), mesh.vertices.max(axis=0)
+            lo, hi = (a if isinstance(a, np.ndarray) else a.get() for a in (lo, hi))
+            self.bounds_zyx = tuple(zip(lo.tolist(), hi.tolist()))
+        else:
+            self.bounds_zyx = None
+        self.update()
+
+    def _prepare_transforms(self, view):
+        tr = view.transforms
+        vert = view.view_program.vert
+        vert["transform"] = view.get_transform()
+        vert["visual2scene"] = tr.get_transform("visual", "scene")
+        vert["render2scene"] = tr.get_transform("render", "scene")
+
+    def _prepare_draw(self, view):
+        return self.n_faces > 0
+
+    def _compute_bounds(self, axis, view):
+        if self.bounds_zyx is None:
+            return None
+        return self.bounds_zyx[2 - axis]
+
+
+IsoSurface = create_visual_node(IsoSurfaceVisual)
+
+
+def box_segments(lo, hi) -> np.ndarray:
+    """(24, 3) end points of the 12 edges of the axis-aligned box [lo, hi] (x, y, z)."""
+    lo, hi = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
+    corners = np.array([[(hi if (c >> a) & 1 else lo)[a] for a in range(3)] for c in range(8)], np.float32)
+    pairs = [(c, c | (1 << a)) for c in range(8) for a in range(3) if not (c >> a) & 1]
+    return corners[np.array(pairs).ravel()]
+
+
+class SpectrumIsoView:
+    """Iso-surfaces of a 3D magnitude volume in a ViewBox; the iso value is a fraction of the maximum."""
+
+    def __init__(self, view: "scene.widgets.ViewBox", method: str = "auto"):
+        self.view = view
+        self.method = method
+        view.camera = scene.TurntableCamera(fov=35, elevation=25, azimuth=35)
+        self.surface = IsoSurface(parent=view.scene)
+        self.box = scene.visuals.Line(pos=np.zeros((2, 3), np.float32), color=BOX, connect="segments",
+                                      parent=view.scene)
+        self.label = scene.visuals.Text("", color=TEXT, font_size=10, anchor_x="left", anchor_y="bottom",
+                                        parent=view.scene)
+        self.volume = None
+        self.iso = 0.5
+        self.edge_length = None
+        self.mesh = None
+        self.timings = {}
+
+    # -- data ------------------------------------------------------------------------------------
+    def set_spectrum(self, magnitude) -> None:
+        """A shifted 3D magnitude (NumPy or CuPy); scaled so its maximum is 1, so iso values are fractions."""
+        if getattr(magnitude, "ndim", None) != 3:
+            raise ValueError(f"magnitude must be a 3D array; got shape {getattr(magnitude, 'shape', None)}")
+        xp = np if isinstance(magnitude, np.ndarray) else __import__("cupy")
+        top = float(magnitude.max())
+        self.volume = (magnitude / (top if top > 0 else 1.0)).astype(xp.float32)
+        self._remesh()
+
+    def set_iso(self, iso: float) -> None:
+        iso = float(iso)
+        if not 0.0 < iso < 1.0:
+            raise ValueError(f"iso must lie strictly between 0 and 1 (a fraction of the largest magnitude); got {iso}")
+        self.iso = iso
+        self._remesh()
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def _remesh(self) -> None:
+        if self.volume is None:
+            return
+        t0 = time.perf_counter()
+        self.mesh = marching_cubes(self.volume, self.iso, method=self.method)
+        t1 = time.perf_counter()
+        self.surface.set_mesh(self.mesh, canvas=self.view.canvas)
+        t2 = time.perf_counter()
+        self.timings = {"marching_cubes_s": t1 - t0, "upload_s": t2 - t1}
+        self._frame()
+
+    def _frame(self) -> None:
+        """Box and label around the surface, centred on frequency zero; the camera zooms to the box."""
+        shape = self.volume.shape
+        centre_zyx = np.array([n // 2 for n in shape], np.float32)
+        if self.surface.bounds_zyx is None:
+            half = 1.0
+            self.edge_length = None
+            self.label.text = "no surface at this iso value"
+        else:
+            b = np.array(self.surface.bounds_zyx, np.float32)            # (3, 2) in z, y, x
+            half = float(np.max(np.abs(b - centre_zyx[:, None]))) or 1.0
+            half = float(np.ceil(half))
+            self.edge_length = 2 * half
+            self.label.text = f"edge {self.edge_length:g} (frequency units, 1 = 1/L)"
+        centre = centre_zyx[::-1]
+        lo, hi = centre - half, centre + half
+        self.box.set_data(pos=box_segments(lo, hi))
+        self.label.pos = np.array([[lo[0], lo[1], hi[2]]], np.float32)
+        self.view.camera.set_range(x=(lo[0], hi[0]), y=(lo[1], hi[1]), z=(lo[2], hi[2]), margin=0.15)
+        self.view.camera.center = tuple(float(c) for c in centre)
