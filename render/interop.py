@@ -135,9 +135,13 @@ class GraphicsResource:
         array = _check(rt.cudaGraphicsSubResourceGetMappedArray(self._handle, 0, 0),
                        "cudaGraphicsSubResourceGetMappedArray")
         if self.bytes_per_texel is None:
-            desc, extent, _flags = _check(rt.cudaArrayGetInfo(array), "cudaArrayGetInfo")
-            self.bytes_per_texel = (desc.x + desc.y + desc.z + desc.w) // 8
-            self.extent = (int(extent.width), int(extent.height), int(extent.depth))
+            self.bytes_per_texel, self.extent = 0, None  # 0: unknown, not checked
+            try:
+                desc, extent, _flags = _check(rt.cudaArrayGetInfo(array), "cudaArrayGetInfo")
+                self.bytes_per_texel = (int(desc.x) + int(desc.y) + int(desc.z) + int(desc.w)) // 8
+                self.extent = (int(extent.width), int(extent.height), int(extent.depth))
+            except InteropError as exc:
+                log.debug("no layout check for GL texture %s: %s", self.gl_name, exc)
         return array
 
     def mapped_pointer(self) -> tuple[int, int]:
@@ -168,13 +172,14 @@ def copy_into_texture(resource: GraphicsResource, array, stream=None):
     texel = array.itemsize * (array.shape[-1] if array.ndim == dims + 1 else 1)
     with resource.mapped(stream):
         cuda_array = resource.mapped_array()
-        if resource.bytes_per_texel != texel:
+        if resource.bytes_per_texel and resource.bytes_per_texel != texel:
             raise InteropError(
                 f"texture GL {resource.gl_name} stores {resource.bytes_per_texel} bytes per texel but the array "
                 f"gives {texel} ({array.dtype}, shape {array.shape}); give the texture a matching internalformat")
-        expected = (width, height, depth if dims == 3 else 0)
-        if resource.extent != expected:
-            raise InteropError(f"texture GL {resource.gl_name} has extent {resource.extent}, array needs {expected}")
+        if resource.extent is not None and (resource.extent[:2] != (width, height)
+                                            or (dims == 3 and resource.extent[2] != depth)):
+            raise InteropError(f"texture GL {resource.gl_name} has extent {resource.extent}, "
+                               f"the array needs {(width, height, depth)}")
         kind = rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
         row = width * texel
         if dims == 2:
@@ -291,7 +296,7 @@ class CanvasInterop:
         self.reason = "not decided yet (no upload so far)"
         self._resources: dict[int, tuple[weakref.ref, GraphicsResource]] = {}
         self._shadows: dict[int, object] = {}  # host-path stand-ins for mapped buffers
-        self.uploads = {"interop": 0, "host": 0}
+        self.uploads = {"interop": 0, "host": 0}  # how each upload went (host: the caller copied from host)
 
     # -- deciding ----------------------------------------------------------------------------
     def _probe(self) -> tuple[bool, str]:
@@ -312,7 +317,10 @@ class CanvasInterop:
         try:
             gl_devices = _gl_cuda_devices(runtime, count)
         except InteropError as exc:
-            return False, f"CUDA is usable but the OpenGL context ({renderer}) is not on a CUDA device: {exc}"
+            # Some drivers cannot answer for every kind of context (EGL, say); the vendor is NVIDIA, so let
+            # the first registration decide: if it fails, that failure is logged and uploads go through host.
+            log.debug("cudaGLGetDevices gave no answer (%s); trying registration", exc)
+            return True, f"OpenGL context {renderer!r} is on an NVIDIA GPU (cudaGLGetDevices: {exc})"
         if device not in gl_devices:
             return False, (f"CUDA is usable but the OpenGL context ({renderer}) runs on CUDA device(s) "
                            f"{gl_devices}, while CuPy uses device {device}")
@@ -362,7 +370,10 @@ class CanvasInterop:
             resource = entry[1]
             if resource.signature == signature and resource.registered:
                 return resource
-            self._unregister(gloo_object.id)
+            try:  # its storage was re-created behind our back (a host upload resized it): CUDA may object
+                self._unregister(gloo_object.id)
+            except InteropError as exc:
+                log.debug("unregistering the stale registration of GL object %s: %s", name, exc)
         resource = GraphicsResource(name, target, flags, signature)
         gid = gloo_object.id
         self._resources[gid] = (weakref.ref(gloo_object, lambda _ref, gid=gid: self._on_collected(gid)), resource)
@@ -422,22 +433,23 @@ class CanvasInterop:
         nothing, when the caller must upload from host memory instead: interop is off here (the
         reason is logged once), ``data`` is not a CuPy array, or the texture kind is unsupported.
         """
-        if not (self.decide() and _is_device_array(data)):
-            return False
         target = _texture_target(texture)
-        if target is None:
+        if not (self.decide() and _is_device_array(data) and target is not None):
+            self.uploads["host"] += 1
             return False
         cupy, runtime = _cuda_modules()
         try:
             _make_current(self.canvas)
             array = cupy.ascontiguousarray(data)
             if _normalised_shape(texture, array.shape) != tuple(texture.shape):
+                self._unregister(texture.id)  # before VisPy re-creates the storage
                 texture.resize(array.shape)
             resource = self._resource(texture, target,
                                       runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsWriteDiscard)
             copy_into_texture(resource, array)
         except Exception as exc:  # InteropError, or anything unforeseen: the frame must still be drawn
             self._fail(exc)
+            self.uploads["host"] += 1
             return False
         self.uploads["interop"] += 1
         return True
@@ -449,6 +461,7 @@ class CanvasInterop:
         Returns False, having done nothing, when the caller must upload from host memory.
         """
         if not (self.decide() and _is_device_array(data)):
+            self.uploads["host"] += 1
             return False
         cupy, runtime = _cuda_modules()
         try:
@@ -456,6 +469,7 @@ class CanvasInterop:
             source = cupy.ascontiguousarray(data)
             nbytes = int(source.nbytes)
             if offset == 0 and nbytes != buffer.nbytes:
+                self._unregister(buffer.id)  # before VisPy re-creates the storage
                 buffer.resize_bytes(nbytes)
             resource = self._resource(buffer, None, runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsNone)
             with resource.mapped():
@@ -467,6 +481,7 @@ class CanvasInterop:
                        "cudaMemcpyAsync")
         except Exception as exc:  # InteropError, or anything unforeseen: the frame must still be drawn
             self._fail(exc)
+            self.uploads["host"] += 1
             return False
         self.uploads["interop"] += 1
         return True
@@ -476,7 +491,6 @@ class CanvasInterop:
         if self.try_texture(texture, data):
             return "interop"
         texture.set_data(_to_host(data))
-        self.uploads["host"] += 1
         return "host"
 
     def upload_buffer(self, buffer, data, offset: int = 0) -> str:
@@ -488,7 +502,6 @@ class CanvasInterop:
             buffer.set_data(host)
         else:
             buffer.set_subdata(host, offset=offset)
-        self.uploads["host"] += 1
         return "host"
 
     @contextlib.contextmanager
