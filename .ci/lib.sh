@@ -47,13 +47,17 @@ can_be_root() {
     sudo -n true 2>/dev/null || [ -t 0 ]
 }
 
-# Print the names of the given Debian packages that are not installed.
+deb_installed() {
+    [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = "installed" ]
+}
+
+# Print the names of the given Debian packages that are not installed. A library renamed by the 64-bit
+# time_t transition (Debian 13, Ubuntu 24.04: libglib2.0-0 -> libglib2.0-0t64) counts under its new name;
+# apt-get resolves the old name to the new one when installing.
 missing_debs() {
     local pkg
     for pkg in "$@"; do
-        if [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)" != "installed" ]; then
-            printf '%s\n' "$pkg"
-        fi
+        deb_installed "$pkg" || deb_installed "${pkg}t64" || printf '%s\n' "$pkg"
     done
 }
 
@@ -95,6 +99,16 @@ find_python() {
     die "Python >= 3.11 not found (tried ${PYTHON:-} python3 python3.13 python3.12 python3.11); install it or set PYTHON=/path/to/python3.x"
 }
 
+# Echo the Debian package that lets the chosen Python create virtual environments, if it cannot yet
+# (Debian/Ubuntu ship venv's pip bootstrap, ensurepip, separately as python3.X-venv).
+python_venv_debs() {
+    local python
+    python="$(find_python)"
+    if ! "$python" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+        "$python" -c 'import sys; print(f"python{sys.version_info[0]}.{sys.version_info[1]}-venv")'
+    fi
+}
+
 # Default pip extras: add the CUDA extra when an NVIDIA GPU is visible.
 default_extras() {
     local extras="$1" cuda_major
@@ -111,36 +125,42 @@ ensure_venv() {
     python="$(find_python)"
     venv_python="$LATTICELAB_VENV/bin/python"
 
-    if ! "$python" -c 'import ensurepip, venv' >/dev/null 2>&1; then
-        # Debian/Ubuntu ship venv's pip bootstrap separately (python3.X-venv).
-        local version
-        version="$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
-        ensure_debs "python$version-venv"
-        "$python" -c 'import ensurepip, venv' >/dev/null 2>&1 \
-            || die "$python cannot create virtual environments (install python$version-venv)"
-    fi
-
     if [ -x "$venv_python" ] && ! "$venv_python" -c 'import sys, pip; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then
         say "removing the broken or outdated virtual environment $LATTICELAB_VENV"
         rm -rf "$LATTICELAB_VENV"
     fi
     if [ ! -x "$venv_python" ]; then
+        "$python" -c 'import ensurepip, venv' >/dev/null 2>&1 \
+            || die "$python cannot create virtual environments (Debian/Ubuntu: install $(python_venv_debs))"
         say "creating the virtual environment $LATTICELAB_VENV with $python ($("$python" --version 2>&1))"
         rm -rf "$LATTICELAB_VENV"
         "$python" -m venv "$LATTICELAB_VENV" || die "could not create $LATTICELAB_VENV"
     fi
 
-    # Skip pip when pyproject.toml and the extras are unchanged since the last successful install.
+    # Skip pip when pyproject.toml is unchanged since the last successful install and that install
+    # included every requested extra. The stamp holds: checksum of pyproject.toml + location, then extras.
     stamp="$LATTICELAB_VENV/.latticelab-installed"
-    want="$(cat "$LATTICELAB_ROOT/pyproject.toml"; printf 'extras=%s root=%s\n' "$extras" "$LATTICELAB_ROOT")"
-    want="$(printf '%s' "$want" | cksum)"
-    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$LATTICELAB_VENV/bin/latticelab" ]; then
-        say "virtual environment up to date ($LATTICELAB_VENV)"
+    want="$( (cat "$LATTICELAB_ROOT/pyproject.toml"; printf 'root=%s\n' "$LATTICELAB_ROOT") | cksum)"
+    local have_sum="" have_extras="" extra all_there=1
+    if [ -f "$stamp" ]; then
+        have_sum="$(sed -n 1p "$stamp")"
+        have_extras="$(sed -n 2p "$stamp")"
+    fi
+    [ "$have_sum" = "$want" ] || have_extras=""
+    for extra in ${extras//,/ }; do
+        [[ ",$have_extras," == *",$extra,"* ]] || all_there=0
+    done
+    if [ "$have_sum" = "$want" ] && [ "$all_there" = 1 ] && [ -x "$LATTICELAB_VENV/bin/latticelab" ]; then
+        say "virtual environment up to date ($LATTICELAB_VENV${have_extras:+, extras $have_extras})"
         return 0
     fi
+    # Keep the extras installed before (same pyproject.toml) so alternating setup/test does not reinstall.
+    for extra in ${have_extras//,/ }; do
+        [[ ",$extras," == *",$extra,"* ]] || extras="${extras:+$extras,}$extra"
+    done
     say "installing latticelab${extras:+[$extras]} into $LATTICELAB_VENV (first run downloads the dependencies)"
     rm -f "$stamp"
     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 "$venv_python" -m pip install --progress-bar off \
         -e "$LATTICELAB_ROOT${extras:+[$extras]}" >&2 || die "pip install failed"
-    printf '%s' "$want" >"$stamp"
+    printf '%s\n%s\n' "$want" "$extras" >"$stamp"
 }
