@@ -311,7 +311,9 @@ def test_mapped_buffer_on_the_host_path_draws_what_was_written(canvas, monkeypat
     program = _points_program(vbo)
     expected = _pattern_rgba(np)
     with gpu.mapped_buffer(vbo, np.float32, (H * W, 4)) as colours:
-        colours[...] = expected.reshape(-1, 4) / 255.0
+        # The stand-in lives where the arrays live: CuPy on a CUDA machine, NumPy elsewhere.
+        xp = np if isinstance(colours, np.ndarray) else pytest.importorskip("cupy")
+        colours[...] = xp.asarray(expected.reshape(-1, 4) / 255.0)
     assert np.array_equal(_render(canvas, program, "points"), expected)
     assert gpu.uploads["host"] == 1
 
@@ -458,13 +460,6 @@ def test_register_map_unregister_1000_times_leaks_nothing(canvas):
     free_after = _free_device_memory()
     assert interop.registered_count() == baseline_count
     assert free_before - free_after <= 2 * 2**20, f"{(free_before - free_after) / 2**20:.1f} MiB lost"
-
-    # An unregistered handle is really gone: mapping it again is refused.
-    image = interop.GraphicsResource(tex_name, interop.GL_TEXTURE_2D, discard)
-    image.unregister()
-    with pytest.raises(interop.InteropError):
-        with image.mapped():
-            pass
 
 
 @pytest.mark.gpu
