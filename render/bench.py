@@ -34,6 +34,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--app", default="egl", help="VisPy application backend (egl: headless, no Qt)")
     parser.add_argument("--out-dir", default="bench/results", help="where render-<gpu>.json is written")
     parser.add_argument("--no-json", action="store_true", help="print the table only")
+    parser.add_argument("--profile", action="store_true",
+                        help="also print where the time of 100 render-only interop frames goes (cProfile)")
 
 
 class FrameBench:
@@ -100,6 +102,19 @@ def frames_per_second(work, repeats: int, seconds: float, warmup: int) -> tuple[
     return statistics.median(rates), rates
 
 
+def _profile(work, title: str, frames: int = 100) -> None:
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(frames):
+        work()
+    profiler.disable()
+    print(f"--- profile: {frames} {title} (glFinish = waiting for the GPU)")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
+
+
 def _model(dim: int, L: int, T: float):
     from sim.ising import IsingModel
 
@@ -123,6 +138,8 @@ def run(args) -> tuple[list[dict], list[tuple], str]:
                 if path == "interop" and not bench.interop.enabled:
                     raise SystemExit(f"latticelab bench render: CUDA-OpenGL interop is off: {bench.interop.reason}")
                 full, full_all = frames_per_second(bench.frame, args.repeats, args.seconds, args.warmup)
+                if args.profile and path == "interop":
+                    _profile(bench.render_only, f"{dim}D L={L} render-only frames through interop")
                 only, only_all = frames_per_second(bench.render_only, args.repeats, args.seconds, args.warmup)
                 used = dict(bench.interop.uploads)
             finally:
