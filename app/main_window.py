@@ -1,0 +1,588 @@
+"""The main window: lattice canvas in the centre, controls and live plots in docks, a timer-driven frame loop.
+
+Each frame (QTimer, GUI thread, the thread that owns the GL contexts): apply the steps that fit the
+frame's time budget, encode the state on the model's device, hand it to the lattice view (render/), and
+refresh plots and status a few times per second. Nothing blocks the event loop for longer than one frame.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from PySide6 import QtCore, QtGui, QtWidgets
+from vispy import scene
+
+from app import files
+from app.controls import ControlsPanel
+from app.session import DEFAULT_T, Session, SimulationParameters, default_L
+from app.settings import Preferences
+from render import palette
+from render.lattice_view import LatticeView
+from render.plots import LivePlots
+from render.unfold import UnfoldLayout
+from render.upload import to_host
+from sim.params import ParameterError
+
+log = logging.getLogger(__name__)
+
+FRAME_BUDGET_S = 0.030       # simulation time per frame when "keep frames under 30 ms" is on
+FRAME_INTERVAL_MS = 15
+PLOT_INTERVAL_S = 0.25       # the plots redraw at most this often
+STATUS_INTERVAL_S = 0.5
+EXPORT_KINDS = {
+    "view": "Lattice view as shown, at the canvas's pixel size (*.png)",
+    "cells": "Lattice cells, one pixel per cell; 3D unfolded (*.png)",
+    "window": "Whole window (*.png)",
+}
+
+
+class MainWindow(QtWidgets.QMainWindow):
+    def __init__(self, parameters: SimulationParameters, preferences: Preferences | None = None,
+                 interactive: bool = True):
+        super().__init__()
+        self.setWindowTitle("latticelab: rewired Ising model")
+        self.prefs = preferences or Preferences(None)
+        self.interactive = interactive   # False: scripted runs never open dialogs
+        self.session = Session(parameters)
+        self.last_message = ""
+        self.last_error = ""
+        self.steps_per_frame = 1
+        self.adaptive = True
+        self.running = False
+        self._shown = None             # (state_version, view options) last uploaded
+        self._links_graph = None
+        self._step_target = None       # scripted runs: stop after this many steps
+        self._target_reached = []      # callbacks for the step target
+        self._counters = {"steps": 0, "frames": 0, "t": time.perf_counter()}
+        self._last_plot = 0.0
+        self._plot_version = -1
+
+        self._build_canvases()
+        self._build_controls()
+        self._build_actions()
+        self._build_status_bar()
+
+        self.timer = QtCore.QTimer(self, interval=FRAME_INTERVAL_MS)
+        self.timer.timeout.connect(self._frame)
+        self._restore_preferences()
+        self.controls.show_parameters(self.session.parameters)
+        self._apply_view_options()
+        self._refresh_lattice(force=True)
+        self._update_plots(force=True)
+        self._update_status()
+        self.set_running(True)
+
+    # ==== construction ==========================================================================
+    def _build_canvases(self) -> None:
+        self.lattice_canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=palette.BACKGROUND,
+                                                size=(720, 720), show=False)
+        self.lattice_canvas.native.setObjectName("lattice_canvas")
+        self.lattice_canvas.native.setMinimumSize(240, 240)
+        self.lattice_canvas.native.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
+        self.lattice_view = LatticeView(self.lattice_canvas.central_widget.add_view())
+        self.lattice_canvas.events.draw.connect(self._count_frame, position="last")
+        self.setCentralWidget(self.lattice_canvas.native)
+
+        self.plot_canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0),
+                                             size=(380, 640), show=False)
+        self.plot_canvas.native.setObjectName("plot_canvas")
+        self.plot_canvas.native.setMinimumSize(260, 300)
+        self.plots = LivePlots(self.plot_canvas.central_widget)
+        self.plot_dock = QtWidgets.QDockWidget("Live plots", self, objectName="plot_dock")
+        self.plot_dock.setWidget(self.plot_canvas.native)
+        self.addDockWidget(QtCore.Qt.DockWidgetArea.RightDockWidgetArea, self.plot_dock)
+
+    def _build_controls(self) -> None:
+        self.controls = ControlsPanel()
+        scroll = QtWidgets.QScrollArea(widgetResizable=True)
+        scroll.setWidget(self.controls)
+        scroll.setMinimumWidth(self.controls.sizeHint().width() + 24)
+        self.control_dock = QtWidgets.QDockWidget("Controls", self, objectName="control_dock")
+        self.control_dock.setWidget(scroll)
+        self.addDockWidget(QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, self.control_dock)
+        c = self.controls
+        c.temperatureChanged.connect(self.set_temperature)
+        c.rewiringChanged.connect(self._rewiring_edited)
+        c.algorithmChanged.connect(self.set_algorithm)
+        c.geometryChanged.connect(self.set_geometry)
+        c.resetRequested.connect(self.reset)
+        c.viewChanged.connect(self._apply_view_options)
+        c.stepsPerFrameChanged.connect(self._set_steps_per_frame)
+        c.adaptive.toggled.connect(self._set_adaptive)
+
+    def _action(self, text, slot, shortcuts=(), tip="", checkable=False, name=None) -> QtGui.QAction:
+        action = QtGui.QAction(text, self, checkable=checkable)
+        action.setObjectName(name or text)
+        if shortcuts:
+            action.setShortcuts([QtGui.QKeySequence(s) for s in shortcuts])
+            action.setShortcutContext(QtCore.Qt.ShortcutContext.WindowShortcut)
+        action.setToolTip(tip or text)
+        action.setStatusTip(tip or text)
+        (action.toggled if checkable else action.triggered).connect(slot)
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        self.run_action = self._action("Run", self.set_running, ["P"], "Run or pause the simulation (P)",
+                                       checkable=True, name="run_action")
+        self.step_action = self._action("Step", self.step_once, ["Space", "Right"],
+                                        "Advance exactly one step and highlight what flipped (Space, Right)",
+                                        name="step_action")
+        self.reset_hot_action = self._action("Reset hot", lambda: self.reset("hot"), [], "Random spins",
+                                             name="reset_hot_action")
+        self.reset_cold_action = self._action("Reset cold", lambda: self.reset("cold"), [], "All spins up",
+                                              name="reset_cold_action")
+        self.export_action = self._action("Export screenshot...", self.export_dialog, ["Ctrl+S"],
+                                          "Save the lattice view, its cells or the whole window as PNG (Ctrl+S)",
+                                          name="export_action")
+        self.save_action = self._action("Save state...", self.save_dialog, ["Ctrl+Shift+S"],
+                                        "Save the simulation so it can be resumed exactly", name="save_action")
+        self.load_action = self._action("Load state...", self.load_dialog, ["Ctrl+O"],
+                                        "Resume a saved simulation", name="load_action")
+        self.quit_action = self._action("Quit", self.close, ["Ctrl+Q"], name="quit_action")
+        self.camera_action = self._action("Reset camera", self.lattice_view.reset_camera, ["Home"],
+                                          "Fit the lattice into the view (Home)", name="camera_action")
+
+        for action in (self.run_action, self.step_action):
+            action.setShortcutContext(QtCore.Qt.ShortcutContext.ApplicationShortcut)
+        file_menu = self.menuBar().addMenu("&File")
+        for action in (self.export_action, self.save_action, self.load_action):
+            file_menu.addAction(action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        sim_menu = self.menuBar().addMenu("&Simulation")
+        for action in (self.run_action, self.step_action, self.reset_hot_action, self.reset_cold_action):
+            sim_menu.addAction(action)
+        view_menu = self.menuBar().addMenu("&View")
+        view_menu.addAction(self.camera_action)
+        view_menu.addAction(self.control_dock.toggleViewAction())
+        view_menu.addAction(self.plot_dock.toggleViewAction())
+
+        icons = {self.step_action: "SP_MediaSkipForward", self.reset_hot_action: "SP_BrowserReload",
+                 self.reset_cold_action: "SP_MediaSeekBackward", self.export_action: "SP_DesktopIcon",
+                 self.save_action: "SP_DialogSaveButton", self.load_action: "SP_DialogOpenButton",
+                 self.camera_action: "SP_ArrowUp", self.run_action: "SP_MediaPlay"}
+        for action, name in icons.items():
+            action.setIcon(self.style().standardIcon(getattr(QtWidgets.QStyle.StandardPixmap, name)))
+        toolbar = self.addToolBar("Main")
+        toolbar.setObjectName("main_toolbar")
+        toolbar.setToolButtonStyle(QtCore.Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        for action in (self.run_action, self.step_action, self.reset_hot_action, self.reset_cold_action):
+            toolbar.addAction(action)
+        toolbar.addSeparator()
+        for action in (self.export_action, self.save_action, self.load_action, self.camera_action):
+            toolbar.addAction(action)
+        self.toolbar = toolbar
+        self.toolbar.toggleViewAction().setObjectName("toolbar_toggle")
+        view_menu.addAction(self.toolbar.toggleViewAction())
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.status_labels = {}
+        for key in ("backend", "lattice", "step", "steps_per_s", "frames_per_s"):
+            label = QtWidgets.QLabel(objectName=f"status_{key}")
+            label.setContentsMargins(6, 0, 6, 0)
+            bar.addPermanentWidget(label)
+            self.status_labels[key] = label
+
+    # ==== preferences ===========================================================================
+    def _restore_preferences(self) -> None:
+        p = self.prefs
+        c = self.controls
+        for widget, key in ((c.highlight, "view/highlight"), (c.show_links, "view/show_links"),
+                            (c.unfold, "view/unfold"), (c.adaptive, "run/adaptive")):
+            with QtCore.QSignalBlocker(widget):
+                widget.setChecked(p.get(key))
+        with QtCore.QSignalBlocker(c.steps_per_frame):
+            c.steps_per_frame.setValue(p.get("run/steps_per_frame"))
+        self.steps_per_frame = c.steps_per_frame.value()
+        self.adaptive = c.adaptive.isChecked()
+        c._set_dimension_widgets(self.session.model.dim, self.session.model.L)
+        with QtCore.QSignalBlocker(c.peel):
+            c.peel.setValue(min(p.get("view/peel"), c.peel.maximum()))
+        geometry = p.get_bytes("window/geometry")
+        if geometry is not None and not self.restoreGeometry(geometry):
+            p.problems.append("setting window/geometry is damaged; using the default window size")
+        elif geometry is None:
+            self.resize(1400, 860)
+        state = p.get_bytes("window/state")
+        if state is not None and not self.restoreState(state):
+            p.problems.append("setting window/state is damaged; using the default layout")
+        if p.problems:
+            self.show_message("; ".join(p.problems), error=True)
+
+    def save_preferences(self) -> None:
+        p = self.prefs
+        params = self.session.current_parameters()
+        p.set("params/dim", params.dim)
+        p.set(f"params/L{params.dim}", params.L)
+        p.set(f"params/T{params.dim}", params.T)
+        p.set("params/p", params.p)
+        p.set("params/rewire_dims", params.rewire_dims)
+        p.set("params/algorithm", params.algorithm)
+        p.set("params/seed", params.seed)
+        p.set("run/steps_per_frame", self.steps_per_frame)
+        p.set("run/adaptive", self.adaptive)
+        for key, value in self.controls.view_options().items():
+            p.set(f"view/{key}", value)
+        p.set("window/geometry", self.saveGeometry())
+        p.set("window/state", self.saveState())
+        p.sync()
+
+    def closeEvent(self, event) -> None:
+        self.timer.stop()
+        if self.interactive:
+            self.save_preferences()
+        super().closeEvent(event)
+
+    # ==== messages ==============================================================================
+    def show_message(self, text: str, error: bool = False) -> None:
+        self.last_message = text
+        if error:
+            self.last_error = text
+            log.warning(text)
+        self.statusBar().showMessage(text, 12000 if error else 5000)
+
+    def _warn(self, title: str, text: str) -> None:
+        self.show_message(text, error=True)
+        if self.interactive:
+            QtWidgets.QMessageBox.warning(self, title, text)
+        else:
+            print(f"latticelab: {text}", file=sys.stderr)
+
+    def _try(self, change, *args) -> bool:
+        """Run a model change; a parameter error is shown and the model stays as it was."""
+        try:
+            change(*args)
+        except (ParameterError, ValueError) as exc:
+            self.show_message(str(exc), error=True)
+            self.controls.show_parameters(self.session.current_parameters())
+            return False
+        return True
+
+    # ==== simulation control ====================================================================
+    @property
+    def model(self):
+        return self.session.model
+
+    def set_running(self, running: bool) -> None:
+        with QtCore.QSignalBlocker(self.run_action):
+            self.run_action.setChecked(running)
+        self.run_action.setText("Pause" if running else "Run")
+        pixmap = QtWidgets.QStyle.StandardPixmap.SP_MediaPause if running else QtWidgets.QStyle.StandardPixmap.SP_MediaPlay
+        self.run_action.setIcon(self.style().standardIcon(pixmap))
+        self.running = running
+        self._counters.update(steps=0, frames=0, t=time.perf_counter())
+        if running and not self.timer.isActive():
+            self.timer.start()
+
+    def step_once(self) -> None:
+        """Pause and advance exactly one step; its flipped cells are highlighted until the next step."""
+        if self.running:
+            self.set_running(False)
+        self.session.advance(1, None)
+        self._refresh_lattice()
+        self._update_plots(force=True)
+        self._update_status()
+
+    def set_temperature(self, T: float) -> None:
+        if self._try(self.session.set_temperature, T):
+            self.show_message(f"T = {self.model.T:.4f}")
+
+    def set_algorithm(self, algorithm: str) -> None:
+        self._try(self.session.set_algorithm, algorithm)
+
+    def _rewiring_edited(self) -> None:
+        p, dims = self.controls.rewiring()
+        self.set_rewiring(p, dims)
+
+    def set_rewiring(self, p, rewire_dims=None) -> None:
+        if p == self.model.p and (rewire_dims is None or rewire_dims == self.model.rewire_dims):
+            return
+        QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
+        try:
+            if self._try(self.session.set_rewiring, p, rewire_dims):
+                edges = len(self.model.graph.new_edges)
+                self.show_message(f"p = {self.model.p:.3g} ({self.model.rewire_dims}): {edges:,} rewired links")
+        finally:
+            QtWidgets.QApplication.restoreOverrideCursor()
+        self._refresh_lattice()
+
+    def set_geometry(self, dim: int, L: int) -> None:
+        """Dimension or size changed: a new model, keeping T (per dimension), p, algorithm and seed."""
+        current = self.session.current_parameters()
+        if (dim, L) == (current.dim, current.L):
+            return
+        if dim != current.dim:
+            gpu = self.model.backend_name == "cuda"
+            L = self.prefs.get(f"params/L{dim}") or default_L(dim, gpu)
+            T = self.prefs.get(f"params/T{dim}") or DEFAULT_T[dim]
+            self.prefs.set(f"params/L{current.dim}", current.L)
+            self.prefs.set(f"params/T{current.dim}", current.T)
+            dims = current.rewire_dims if dim == 3 or set(current.rewire_dims) <= set("xy") else "all"
+            new = replace(current, dim=dim, L=L, T=T, rewire_dims=dims, seed=self.controls.seed.value())
+        else:
+            new = replace(current, L=L, seed=self.controls.seed.value())
+        QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
+        try:
+            ok = self._try(self.session.rebuild, new)
+        finally:
+            QtWidgets.QApplication.restoreOverrideCursor()
+        if ok:
+            self.controls.show_parameters(self.session.parameters)
+            self.controls._set_dimension_widgets(dim, self.model.L)
+            self._after_model_change()
+            self.show_message(f"new {dim}D lattice, L = {self.model.L}")
+
+    def reset(self, start: str) -> None:
+        if self._try(self.session.reset, start, self.controls.seed.value()):
+            self._after_model_change()
+            self.show_message(f"reset {start} with seed {self.model.seed}")
+
+    def _after_model_change(self) -> None:
+        self._links_graph = None
+        self._apply_view_options()
+        self._refresh_lattice(force=True)
+        self._update_plots(force=True)
+        self._update_status()
+
+    def _set_steps_per_frame(self, n: int) -> None:
+        self.steps_per_frame = n
+
+    def _set_adaptive(self, on: bool) -> None:
+        self.adaptive = on
+
+    def run_steps(self, n: int, then=None) -> None:
+        """Scripted: run exactly n more steps through the frame loop, then pause and call ``then``."""
+        self._step_target = self.model.step_count + n
+        if then is not None:
+            self._target_reached.append(then)
+        if n <= 0:
+            self._finish_target()
+        else:
+            self.set_running(True)
+
+    def _finish_target(self) -> None:
+        self._step_target = None
+        self.set_running(False)
+        self._refresh_lattice()
+        self._update_plots(force=True)
+        self._update_status()
+        callbacks, self._target_reached = self._target_reached, []
+        for callback in callbacks:
+            callback()
+
+    # ==== the frame loop ========================================================================
+    def _frame(self) -> None:
+        if self.running:
+            limit = self.steps_per_frame
+            if self._step_target is not None:
+                limit = min(limit, self._step_target - self.model.step_count)
+            if limit > 0:
+                budget = FRAME_BUDGET_S if self.adaptive else None
+                self._counters["steps"] += self.session.advance(limit, budget)
+            self._refresh_lattice()
+            if self._step_target is not None and self.model.step_count >= self._step_target:
+                self._finish_target()
+        now = time.perf_counter()
+        if now - self._last_plot >= PLOT_INTERVAL_S:
+            self._update_plots()
+        if now - self._counters["t"] >= STATUS_INTERVAL_S:
+            self._update_status()
+        if not self.running and self._step_target is None:
+            self.timer.stop()   # nothing to do until the next change; changes refresh directly
+
+    def _count_frame(self, event=None) -> None:
+        self._counters["frames"] += 1
+
+    def _view_key(self) -> tuple:
+        o = self.controls.view_options()
+        return o["highlight"], o["show_links"]
+
+    def _refresh_lattice(self, force: bool = False) -> None:
+        key = (self.session.state_version, id(self.model), self._view_key())
+        if not force and key == self._shown:
+            return
+        self._shown = key
+        show_links = self.controls.show_links.isChecked()
+        self.lattice_view.set_state(self.session.state_codes(with_rewired=show_links))
+        if show_links and self._links_graph is not self.model.graph:
+            self._links_graph = self.model.graph
+            self.lattice_view.set_links(self.model.rewired_edges(), self.model.L, self.model.dim)
+        self.lattice_canvas.update()
+
+    def _apply_view_options(self) -> None:
+        o = self.controls.view_options()
+        view = self.lattice_view
+        if not o["show_links"]:
+            self._links_graph = None
+            view.set_links(None, self.model.L, self.model.dim)
+        view.set_highlights(o["highlight"], o["show_links"])
+        view.set_mode_3d("unfold" if o["unfold"] else "cube")
+        view.set_peel(o["peel"])
+        self._refresh_lattice()
+        if o["show_links"] and view.links_total > view.links_shown:
+            self.show_message(f"showing {view.links_shown:,} of {view.links_total:,} rewired links")
+        self.lattice_canvas.update()
+
+    def _update_plots(self, force: bool = False) -> None:
+        self._last_plot = time.perf_counter()
+        history = self.session.history
+        if not force and history.version == self._plot_version:
+            return
+        self._plot_version = history.version
+        steps, values = history.arrays()
+        self.plots.update(steps, values)
+        self.plot_canvas.update()
+
+    def _update_status(self) -> None:
+        m = self.model
+        now = time.perf_counter()
+        elapsed = max(now - self._counters["t"], 1e-9)
+        labels = self.status_labels
+        device = m.device_name if m.backend_name == "cuda" else "CPU (NumPy)"
+        labels["backend"].setText(f"backend: {device}")
+        labels["lattice"].setText(f"{m.dim}D  L={m.L}  ({m.n_sites:,} sites)")
+        labels["step"].setText(f"step {m.step_count:,}")
+        if self.running:
+            labels["steps_per_s"].setText(f"{self._counters['steps'] / elapsed:,.1f} steps/s")
+            labels["frames_per_s"].setText(f"{self._counters['frames'] / elapsed:,.1f} frames/s")
+        else:
+            labels["steps_per_s"].setText("paused")
+            labels["frames_per_s"].setText("")
+        self._counters.update(steps=0, frames=0, t=now)
+
+    # ==== screenshots ===========================================================================
+    def capture(self, what: str = "view") -> np.ndarray:
+        """RGBA uint8 image: the lattice canvas as drawn ("view"), one pixel per cell ("cells"), or the
+        whole window ("window")."""
+        if what == "view":
+            return self.lattice_canvas.render(alpha=False)
+        if what == "cells":
+            return self._cells_image()
+        if what == "window":
+            image = self.grab().toImage().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+            width, height = image.width(), image.height()
+            raw = np.frombuffer(image.constBits(), np.uint8).reshape(height, image.bytesPerLine())
+            return raw[:, :width * 4].reshape(height, width, 4).copy()
+        raise ValueError(f"what: must be one of {', '.join(EXPORT_KINDS)}; got {what!r}")
+
+    def _cells_image(self) -> np.ndarray:
+        o = self.controls.view_options()
+        codes = to_host(self.session.state_codes(with_rewired=o["show_links"]))
+        rgba = palette.colourise(codes, o["highlight"], o["show_links"])
+        if rgba.ndim == 3:
+            return rgba
+        layout = UnfoldLayout(self.model.L)
+        width, height = layout.extent
+        image = np.empty((height, width, 4), np.uint8)
+        image[:] = palette.rgba_bytes(palette.BACKGROUND)
+        for z in range(self.model.L):
+            x0, y0 = (int(v) for v in layout.tile_origin(z))
+            image[y0:y0 + layout.L, x0:x0 + layout.L] = rgba[z]
+        return image
+
+    def default_export_name(self) -> str:
+        m = self.model
+        return f"latticelab-{m.dim}d-L{m.L}-T{m.T:.4f}-p{m.p:.3g}-step{m.step_count}.png"
+
+    def export_screenshot(self, path, what: str = "view", confirm: bool = True) -> Path | None:
+        """Write a PNG. An existing file is replaced only if the user agrees (``confirm``); otherwise
+        (scripted use) a free name beside it is chosen. Returns the path written, or None."""
+        path = Path(path)
+        if path.suffix.lower() != ".png":
+            path = path.with_name(path.name + ".png")
+        if path.exists():
+            if confirm:
+                if not self._confirm_replace(path):
+                    self.show_message(f"not exported: {path.name} exists and was kept")
+                    return None
+            else:
+                path = files.unique_path(path)
+        try:
+            files.write_png(path, self.capture(what))
+        except OSError as exc:
+            self._warn("Export failed", f"could not write {path}: {exc}")
+            return None
+        self.prefs.set("folders/export", str(path.parent.resolve()))
+        self.show_message(f"exported {path}")
+        return path
+
+    def _confirm_replace(self, path: Path) -> bool:
+        answer = QtWidgets.QMessageBox.question(
+            self, "Replace file?", f"{path.name} already exists in {path.parent}.\nReplace it?",
+            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
+            QtWidgets.QMessageBox.StandardButton.No)
+        return answer == QtWidgets.QMessageBox.StandardButton.Yes
+
+    def _file_dialog(self, title: str, folder_key: str, name: str, filters: list[str], save: bool):
+        folder = self.prefs.get(folder_key) or str(Path.cwd())
+        options = QtWidgets.QFileDialog.Option.DontConfirmOverwrite   # we ask ourselves, once
+        start = str(Path(folder) / name)
+        if save:
+            return QtWidgets.QFileDialog.getSaveFileName(self, title, start, ";;".join(filters), options=options)
+        return QtWidgets.QFileDialog.getOpenFileName(self, title, folder, ";;".join(filters))
+
+    def export_dialog(self) -> None:
+        filters = list(EXPORT_KINDS.values())
+        path, chosen = self._file_dialog("Export screenshot", "folders/export", self.default_export_name(),
+                                         filters, save=True)
+        if path:
+            what = next((k for k, v in EXPORT_KINDS.items() if v == chosen), "view")
+            self.export_screenshot(path, what, confirm=True)
+
+    # ==== save / load ===========================================================================
+    def save_state(self, path, confirm: bool = True) -> Path | None:
+        path = Path(path)
+        if path.suffix.lower() != files.STATE_SUFFIX:
+            path = path.with_name(path.name + files.STATE_SUFFIX)
+        if path.exists():
+            if confirm:
+                if not self._confirm_replace(path):
+                    self.show_message(f"not saved: {path.name} exists and was kept")
+                    return None
+            else:
+                path = files.unique_path(path)
+        try:
+            files.write_state(path, self.model.get_state())
+        except OSError as exc:
+            self._warn("Save failed", f"could not write {path}: {exc}")
+            return None
+        self.prefs.set("folders/state", str(path.parent.resolve()))
+        self.show_message(f"saved state at step {self.model.step_count} to {path}")
+        return path
+
+    def load_state(self, path) -> bool:
+        """Resume from a file; a damaged file is reported and the running simulation is left untouched."""
+        try:
+            state = files.read_state(path)
+            self.session.load_state(state)
+        except (files.StateFileError, ParameterError) as exc:
+            self._warn("Cannot load state", f"not loaded: {exc}")
+            return False
+        except Exception as exc:   # anything else a foreign file may trigger: report, keep running
+            self._warn("Cannot load state", f"not loaded: {path}: {type(exc).__name__}: {exc}")
+            return False
+        self.prefs.set("folders/state", str(Path(path).parent.resolve()))
+        self.controls.show_parameters(self.session.parameters)
+        self.controls._set_dimension_widgets(self.model.dim, self.model.L)
+        self._after_model_change()
+        self.show_message(f"loaded {path} (step {self.model.step_count})")
+        return True
+
+    def save_dialog(self) -> None:
+        m = self.model
+        name = f"latticelab-{m.dim}d-L{m.L}-step{m.step_count}.npz"
+        path, _ = self._file_dialog("Save state", "folders/state", name, ["Saved states (*.npz)"], save=True)
+        if path:
+            self.save_state(path, confirm=True)
+
+    def load_dialog(self) -> None:
+        path, _ = self._file_dialog("Load state", "folders/state", "", ["Saved states (*.npz)", "All files (*)"],
+                                    save=False)
+        if path:
+            self.load_state(path)

@@ -1,0 +1,4 @@
+uniform vec4 u_colour;
+void main() {
+    gl_FragColor = u_colour;
+}
