@@ -1,0 +1,157 @@
+"""2D FFT magnitude image (thesis 003, figure 7.18), spherical-mean plot (figure 7.16) and cluster-size
+histogram (figure 7.17) as VisPy scene views; no Qt.
+
+The image is reduced on the array's own device before it crosses to the host: a spectrum larger than
+``MAX_IMAGE`` per side is block-reduced by the maximum (so single bright modes stay visible).
+"""
+from __future__ import annotations
+
+import numpy as np
+from vispy import scene
+
+from sim.spectral import SphericalMean, SphericalSummary
+
+TEXT = (0.85, 0.85, 0.85, 1.0)
+BACKGROUND = (0.11, 0.11, 0.13, 1.0)
+MEAN_COLOUR = (0.35, 0.75, 1.0, 1.0)
+SPREAD_COLOUR = (0.35, 0.75, 1.0, 0.45)
+HIST_COLOUR = (0.95, 0.75, 0.2, 1.0)
+HIST_DOWN_COLOUR = (0.4, 0.95, 0.45, 1.0)
+MAX_IMAGE = 1024
+
+
+def _host(a) -> np.ndarray:
+    return a if isinstance(a, np.ndarray) else a.get()
+
+
+def display_image(magnitude, gamma: float = 0.5, max_side: int = MAX_IMAGE) -> np.ndarray:
+    """Greyscale image in [0, 1] on the host: magnitude / max, raised to ``gamma`` (black = weakest)."""
+    if getattr(magnitude, "ndim", None) != 2:
+        raise ValueError(f"magnitude must be a 2D array; got shape {getattr(magnitude, 'shape', None)}")
+    m = magnitude
+    factor = int(np.ceil(max(m.shape) / max_side))
+    if factor > 1:
+        h, w = (m.shape[0] // factor) * factor, (m.shape[1] // factor) * factor
+        m = m[:h, :w].reshape(h // factor, factor, w // factor, factor).max(axis=(1, 3))
+    top = float(m.max())
+    m = m / (top if top > 0 else 1.0)
+    if gamma != 1.0:
+        m = m ** gamma
+    return np.ascontiguousarray(_host(m).astype(np.float32))
+
+
+class SpectrumImageView:
+    """The 2D magnitude as a greyscale image with frequency zero at its centre."""
+
+    def __init__(self, view: "scene.widgets.ViewBox", gamma: float = 0.5):
+        self.view = view
+        self.gamma = gamma
+        self.image = scene.visuals.Image(np.zeros((2, 2), np.float32), cmap="grays", clim=(0.0, 1.0),
+                                         interpolation="nearest", parent=view.scene)
+        view.camera = scene.PanZoomCamera(aspect=1)
+        view.camera.flip = (False, True, False)   # row 0 at the top, as an image
+        self.shape = None
+        self.displayed = None
+
+    def set_spectrum(self, magnitude) -> None:
+        img = display_image(magnitude, self.gamma)
+        self.displayed = img
+        self.image.set_data(img)
+        if img.shape != self.shape:
+            self.shape = img.shape
+            self.view.camera.set_range(x=(0, img.shape[1]), y=(0, img.shape[0]), margin=0)
+        self.image.update()
+
+
+class _Plot:
+    """A line plot with axes inside a grid cell."""
+
+    def __init__(self, parent_grid, title: str, x_label: str, y_label: str):
+        grid = parent_grid
+        self.title = scene.Label(title, color=TEXT, font_size=8)
+        self.title.height_max = 20
+        grid.add_widget(self.title, row=0, col=1)
+        self.y_axis = scene.AxisWidget(orientation="left", text_color=TEXT, axis_color=TEXT, tick_color=TEXT,
+                                       axis_label=y_label, axis_font_size=7, tick_font_size=6,
+                                       axis_label_margin=34, tick_label_margin=4)
+        self.y_axis.width_max = 60
+        grid.add_widget(self.y_axis, row=1, col=0)
+        self.view = grid.add_view(row=1, col=1, bgcolor=BACKGROUND, border_color=(0.3, 0.3, 0.35))
+        self.view.camera = scene.PanZoomCamera(interactive=False)
+        self.x_axis = scene.AxisWidget(orientation="bottom", text_color=TEXT, axis_color=TEXT, tick_color=TEXT,
+                                       axis_label=x_label, axis_font_size=7, tick_font_size=6,
+                                       axis_label_margin=24, tick_label_margin=12)
+        self.x_axis.height_max = 40
+        grid.add_widget(self.x_axis, row=2, col=1)
+        self.x_axis.link_view(self.view)
+        self.y_axis.link_view(self.view)
+
+    def _fit(self, x, y):
+        x0, x1 = (float(np.min(x)), float(np.max(x))) if len(x) else (0.0, 1.0)
+        y0, y1 = (float(np.min(y)), float(np.max(y))) if len(y) else (0.0, 1.0)
+        if x1 <= x0:
+            x1 = x0 + 1
+        if y1 <= y0:
+            y1 = y0 + 1
+        self.view.camera.set_range(x=(x0, x1), y=(y0, y1 + 0.05 * (y1 - y0)), margin=0)
+
+
+class SphericalMeanPlot(_Plot):
+    """Spherical mean against log2 |k| (as the thesis' figure 7.16), with mean +- std when averaged."""
+
+    def __init__(self, parent_grid):
+        super().__init__(parent_grid, "spherical mean of |FFT|", "log2 |k|", "mean magnitude")
+        self.mean_line = scene.visuals.Line(np.zeros((2, 2), np.float32), color=MEAN_COLOUR, width=2,
+                                            parent=self.view.scene)
+        self.band = scene.visuals.Line(np.zeros((2, 2), np.float32), color=SPREAD_COLOUR, connect="segments",
+                                       parent=self.view.scene)
+        self.data = None
+
+    def set_data(self, spherical: SphericalMean | SphericalSummary) -> None:
+        x = np.log2(spherical.k)
+        y = np.asarray(spherical.mean, np.float64)
+        std = getattr(spherical, "std", None)
+        self.data = (x, y, std)
+        self.mean_line.set_data(np.column_stack([x, y]).astype(np.float32))
+        if std is not None and np.any(std > 0):
+            seg = np.empty((2 * x.size, 2), np.float32)
+            seg[0::2, 0] = seg[1::2, 0] = x
+            seg[0::2, 1], seg[1::2, 1] = y - std, y + std
+            self.band.set_data(seg)
+            self.band.visible = True
+            lo, hi = y - std, y + std
+        else:
+            self.band.visible = False
+            lo = hi = y
+        self._fit(x, np.concatenate([lo, hi]))
+
+
+class ClusterHistogramPlot(_Plot):
+    """Number of like-spin clusters per size bin [2^i, 2^(i+1)), up and down spins as two step lines."""
+
+    def __init__(self, parent_grid):
+        super().__init__(parent_grid, "like-spin cluster sizes (up / down)", "log2 cluster size", "clusters")
+        self.up = scene.visuals.Line(np.zeros((2, 2), np.float32), color=HIST_COLOUR, width=2,
+                                     parent=self.view.scene)
+        self.down = scene.visuals.Line(np.zeros((2, 2), np.float32), color=HIST_DOWN_COLOUR, width=2,
+                                       parent=self.view.scene)
+        self.data = None
+
+    @staticmethod
+    def steps(edges, counts) -> np.ndarray:
+        x = np.log2(np.asarray(edges, np.float64))
+        x = np.append(x, x[-1] + 1)
+        pts = np.empty((2 * counts.size + 2, 2), np.float32)
+        pts[0] = (x[0], 0)
+        pts[1:-1:2, 0], pts[2:-1:2, 0] = x[:-1], x[1:]
+        pts[1:-1:2, 1] = pts[2:-1:2, 1] = counts
+        pts[-1] = (x[-1], 0)
+        return pts
+
+    def set_data(self, edges, up_counts, down_counts) -> None:
+        self.data = (np.asarray(edges), np.asarray(up_counts), np.asarray(down_counts))
+        up = self.steps(edges, np.asarray(up_counts))
+        down = self.steps(edges, np.asarray(down_counts))
+        self.up.set_data(up)
+        self.down.set_data(down)
+        self._fit(up[:, 0], np.concatenate([up[:, 1], down[:, 1]]))

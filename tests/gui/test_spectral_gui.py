@@ -1,0 +1,115 @@
+"""The spectral dock in the real main window (under Xvfb): iso slider, 2D image, rewired dims, export."""
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from app.main_window import MainWindow  # noqa: E402
+from app.session import SimulationParameters  # noqa: E402
+from app.spectral_panel import SpectralPanel, install  # noqa: E402
+from render.isosurface import SpectrumIsoView  # noqa: E402
+from render.spectral import display_image  # noqa: E402
+from sim import spectral  # noqa: E402
+from sim.marching_cubes import marching_cubes  # noqa: E402
+
+
+def open_window(qtbot, **params):
+    window = MainWindow(SimulationParameters(backend="numpy", seed=3, **params), interactive=False)
+    qtbot.addWidget(window)
+    window.set_running(False)
+    window.resize(1500, 950)
+    window.show()
+    qtbot.waitExposed(window)
+    panel = window.findChild(SpectralPanel) or install(window)
+    panel.show()
+    panel.raise_()
+    window.model.step(20)
+    assert panel.refresh(force=True), panel.last_error
+    return window, panel
+
+
+def main_cell_pixels(panel):
+    """The rendered pixels of the spectrum's own view box (left part of the spectral canvas)."""
+    img = panel.canvas.render()[..., :3].astype(np.int32)
+    to_canvas = panel.main_cell.transforms.get_transform("visual", "canvas")
+    rect = panel.main_cell.rect
+    (x0, y0), (x1, y1) = (to_canvas.map([x, y])[:2] for x, y in ((rect.left, rect.bottom), (rect.right, rect.top)))
+    scale = img.shape[1] / panel.canvas.size[0]
+    x0, x1 = sorted((int(x0 * scale), int(x1 * scale)))
+    y0, y1 = sorted((int(y0 * scale), int(y1 * scale)))
+    return img[y0 + 2:y1 - 2, x0 + 2:x1 - 2]
+
+
+def test_iso_slider_in_the_window_changes_the_mesh(qtbot):
+    window, panel = open_window(qtbot, dim=3, L=32, T=4.3)
+    view = panel._spectrum_view
+    assert isinstance(view, SpectrumIsoView)
+    panel.iso_slider.setValue(80)                          # 0.08 of the maximum: a large surface
+    low_faces = view.mesh.n_faces
+    low = main_cell_pixels(panel)
+    reference = marching_cubes(view.volume, 0.08, method="skimage")
+    assert low_faces == reference.n_faces > 0              # the mesh shown is the one of this iso value
+    panel.iso_slider.setValue(700)                         # 0.7: only the strongest modes remain
+    high_faces = view.mesh.n_faces
+    high = main_cell_pixels(panel)
+    assert 0 < high_faces < low_faces
+    changed = np.any(np.abs(low - high) > 30, axis=-1).mean()
+    assert changed > 0.01, f"only {changed:.4f} of the view's pixels changed"
+    # the surface colour covers fewer pixels once the weaker layers are peeled away
+    warm = lambda im: ((im[..., 0] > 60) & (im[..., 0] > im[..., 2] + 20)).mean()  # noqa: E731
+    assert warm(high) < warm(low)
+    assert panel.iso_label.text() == "iso 0.700"
+    assert view.label.text.startswith("edge ")
+
+
+def test_2d_spectrum_image_matches_the_model_spins(qtbot):
+    window, panel = open_window(qtbot, dim=2, L=64, T=2.2)
+    expected = display_image(spectral.fft_magnitude(window.model.spins))
+    np.testing.assert_allclose(panel._spectrum_view.displayed, expected, atol=1e-6)
+    assert not panel.iso_slider.isEnabled()
+    pixels = main_cell_pixels(panel)
+    assert pixels.std() > 5                                # a real greyscale picture, not a blank cell
+    h, w = pixels.shape[:2]
+    centre = pixels[h // 4:3 * h // 4, w // 2 - h // 4:w // 2 + h // 4]   # inside the square image
+    assert np.abs(centre[..., 0] - centre[..., 2]).max() <= 2              # greyscale
+    assert centre.std() > 5
+    sm = spectral.spherical_mean(spectral.fft_magnitude(window.model.spins))
+    np.testing.assert_allclose(panel.mean_plot.data[1], sm.mean, rtol=1e-6)
+
+
+def test_views_follow_the_rewired_dimensions_and_the_average(qtbot):
+    window, panel = open_window(qtbot, dim=3, L=16, T=4.5)
+    window.set_rewiring(0.05, "x")
+    assert window.model.rewire_dims == "x"
+    assert panel.refresh()
+    assert "rewired x" in panel.info.text()
+    panel.average_box.setChecked(True)
+    for _ in range(3):
+        window.model.step(1)
+        panel.refresh()
+    assert panel.accumulator.count == 4
+    window.set_rewiring(0.05, "xy")
+    panel.refresh()
+    assert panel.accumulator.count == 1 and "rewired xy" in panel.info.text()
+    hist = panel.hist_plot.data
+    assert hist[1].sum() + hist[2].sum() > 0
+
+
+def test_exports_reload_equal_and_never_overwrite(qtbot, tmp_path):
+    window, panel = open_window(qtbot, dim=2, L=32, T=2.2)
+    record = panel.record()
+    npz = panel.export("npz", tmp_path / "spec.npz")
+    back = spectral.load_npz(npz)
+    np.testing.assert_array_equal(back.mean, record.mean)
+    np.testing.assert_array_equal(back.spherical.mean, record.spherical.mean)
+    assert back.metadata["L"] == 32 and back.metadata["rewire_dims"] == window.model.rewire_dims
+    csv = panel.export("spherical-csv", tmp_path / "radial")   # the suffix is added
+    assert csv.name == "radial.csv"
+    np.testing.assert_array_equal(spectral.load_spherical_csv(csv).mean, record.spherical.mean)
+    before = npz.read_bytes()
+    window.model.step(1)
+    panel.refresh()
+    second = panel.export("npz", npz)                           # not interactive: a free name, no question
+    assert second != npz and second.name == "spec-1.npz"
+    assert npz.read_bytes() == before
