@@ -13,7 +13,7 @@ class ParameterError(ValueError):
         self.parameter = parameter
 
 
-ALGORITHMS = ("metropolis", "wolff")
+ALGORITHMS = ("metropolis", "wolff", "swendsen-wang")
 _HYBRID = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
 # Flat site indices stay below 2**31 so GPU kernels can use 32-bit indices.
 MAX_SITES = 2 ** 31 - 1
@@ -62,8 +62,10 @@ def check_seed(seed) -> int:
 
 
 def parse_algorithm(algorithm) -> tuple[str, ...]:
-    """The update schedule: ("metropolis",), ("wolff",) or m x metropolis then w x wolff for "m:w"."""
-    allowed = "'metropolis', 'wolff' or a hybrid 'm:w' (e.g. '8:1': 8 sweeps then 1 cluster flip)"
+    """The update schedule: ("metropolis",), ("wolff",), ("swendsen-wang",) or m x metropolis then w x wolff
+    for "m:w"."""
+    allowed = ("'metropolis', 'wolff', 'swendsen-wang' or a hybrid 'm:w' "
+               "(e.g. '8:1': 8 sweeps then 1 cluster flip)")
     if not isinstance(algorithm, str):
         raise ParameterError("algorithm", f"must be {allowed}; got {algorithm!r}")
     if algorithm in ALGORITHMS:
