@@ -15,6 +15,7 @@ from sim.rng import StreamRNG
 log = logging.getLogger(__name__)
 
 STATE_FORMAT = 1
+OBSERVATION_STREAMS = 2 ** 63  # stream numbers of observables that draw random bonds
 
 
 def make_engine(xp, lattice: RewiredLattice):
@@ -53,6 +54,14 @@ class ReferenceEngine:
 
     def wolff(self, spins, T: float, rng: StreamRNG, want_mask: bool = True):
         return self._wolff.flip(spins, T, rng.next_stream())
+
+    def swendsen_wang(self, spins, T: float, rng: StreamRNG, want_mask: bool = True):
+        from sim.labelling import swendsen_wang_update
+        return swendsen_wang_update(self.xp, self.lattice, spins, T, rng.next_key(), want_mask)
+
+    def cluster_sizes(self, spins, T: float, key: tuple[int, int]) -> np.ndarray:
+        from sim.labelling import fk_cluster_sizes
+        return fk_cluster_sizes(self.lattice, spins, T, key)
 
     def measure(self, spins) -> tuple[float, int]:
         """(sum over edges of s_i s_j, sum of spins): the lattice's bonds, minus the rewired ones, plus
@@ -172,7 +181,7 @@ class IsingModel:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
         for i in range(int(n)):
-            update = getattr(self._engine, self._schedule[self._phase])
+            update = getattr(self._engine, self._schedule[self._phase].replace("-", "_"))
             last = i == n - 1
             self.spins, mask = update(self.spins, self._T, self._rng, want_mask=last)
             if last:
@@ -189,6 +198,12 @@ class IsingModel:
             self._flipped_count = int(self.flipped.sum())
         bonds, spin_sum = self._engine.measure(self.spins)
         return {"energy": -bonds / n, "magnetisation": abs(spin_sum) / n, "flipped_fraction": self._flipped_count / n}
+
+    def cluster_sizes(self) -> np.ndarray:
+        """Sizes of the Fortuin-Kasteleyn clusters (bond probability 1 - exp(-2/T)) of the current spins,
+        largest first (host int64). The bonds come from a stream of their own keyed by the step count, so
+        observing never changes the trajectory."""
+        return self._engine.cluster_sizes(self.spins, self._T, (self.seed, OBSERVATION_STREAMS + self.step_count))
 
     def edges(self) -> np.ndarray:
         return self.graph.edges()
