@@ -1,0 +1,156 @@
+"""CudaEngine: the fast CUDA implementation of the engine protocol of sim/ising.py (ReferenceEngine).
+
+metropolis / wolff / swendsen_wang take (spins, T, rng, want_mask) and return (spins, mask or None);
+measure(spins) returns (sum over edges of s_i s_j, sum of spins). Spins stay int8 +-1 in their (L,)*dim
+C-order array and are updated in place (the same array is returned). Every update takes one key from
+rng.next_key() and draws all its random numbers inside the kernels from Philox4x32-10 (sim/gpu/philox.py),
+so a trajectory depends only on (seed, stream), and resuming from a saved stream count is exact.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sim.backend import to_numpy
+from sim.gpu.graph import DeviceGraph
+from sim.gpu.kernels import get_kernel
+from sim.gpu.labelling import THREADS, Labeller, component_sizes, grid_for
+from sim.gpu.philox import split64, threshold32, wolff_seed_site
+from sim.lattice import RewiredLattice
+
+BLOCK_THREADS = 256
+
+
+def chunk_words(L: int) -> int | None:
+    """32-bit words per thread of the SIMD Metropolis kernel, or None for the one-site-per-thread kernel."""
+    if L % 16 == 0:
+        return 4
+    if L % 4 == 0:
+        return 1
+    return None
+
+
+class CudaEngine:
+    def __init__(self, xp, lattice: RewiredLattice):
+        self.xp = xp
+        self.lattice = lattice
+        self.dim, self.L, self.n = lattice.dim, lattice.L, lattice.n_sites
+        self.graph = DeviceGraph(xp, lattice)
+        self.words = chunk_words(self.L)
+        dim = self.dim
+        if self.words:
+            metro = f"metropolis_chunks<{dim}, {self.words}>"
+            lattice_sum = f"measure_lattice<{dim}, {self.words}, {BLOCK_THREADS}>"
+            per_row = self.L // (4 * self.words)
+            bx = min(per_row, 32)
+            by = max(1, min(self.L, BLOCK_THREADS // bx))
+            self._metro_launch = ((-(-per_row // bx), -(-self.L // by), self.L if dim == 3 else 1), (bx, by))
+            self._measure_grid = grid_for(self.n // (4 * self.words), BLOCK_THREADS, 2048)
+        else:
+            metro = f"metropolis_sites<{dim}>"
+            lattice_sum = f"measure_sites<{dim}, {BLOCK_THREADS}>"
+            self._metro_launch = ((-(-self.n // BLOCK_THREADS),), (BLOCK_THREADS,))
+            self._measure_grid = grid_for(self.n, BLOCK_THREADS, 2048)
+        self._metropolis = get_kernel(xp, "metropolis.cu", metro)
+        names = (lattice_sum, f"measure_rewired<{BLOCK_THREADS}>")
+        self._measure_lattice = get_kernel(xp, "measure.cu", names[0], names)
+        self._measure_rewired = get_kernel(xp, "measure.cu", names[1], names)
+        self._labeller = None
+        self._thresholds_for = None
+        self._no_mask = xp.zeros(16, dtype=xp.uint8)
+
+    # ---- helpers ------------------------------------------------------------------------------------
+    def _spins(self, spins):
+        xp = self.xp
+        if spins.dtype != xp.int8 or not spins.flags.c_contiguous:
+            spins = xp.ascontiguousarray(spins, dtype=xp.int8)
+        return spins
+
+    def _thresholds(self, T: float):
+        """Device table of Metropolis thresholds for k = s*h in 0..max_k, and the regular ones for k = 2, 4, 6."""
+        if self._thresholds_for is None or self._thresholds_for[0] != T:
+            k = np.arange(self.graph.max_k + 1)
+            host = threshold32(np.exp(-2.0 * k / T))
+            host[0] = 0xFFFFFFFF
+            regular = tuple(np.uint32(host[min(i, self.graph.max_k)]) for i in (2, 4, 6))
+            self._thresholds_for = (T, self.xp.asarray(host), regular)
+        return self._thresholds_for[1], self._thresholds_for[2]
+
+    @staticmethod
+    def _philox_args(key: tuple[int, int]):
+        seed_lo, seed_hi = split64(key[0])
+        stream_lo, stream_hi = split64(key[1])
+        return np.uint32(seed_lo), np.uint32(seed_hi), np.uint32(stream_lo), np.uint32(stream_hi)
+
+    @property
+    def labeller(self) -> Labeller:
+        if self._labeller is None:
+            self._labeller = Labeller(self.xp, self.lattice, self.graph)
+        return self._labeller
+
+    def _mask(self, spins, want_mask: bool):
+        return self.xp.empty(spins.shape, dtype=bool) if want_mask else self._no_mask
+
+    # ---- updates ------------------------------------------------------------------------------------
+    def metropolis(self, spins, T: float, rng, want_mask: bool = True):
+        """One checkerboard sweep (both colours), two launches."""
+        spins = self._spins(spins)
+        mask = self._mask(spins, want_mask)
+        table, regular = self._thresholds(T)
+        philox = self._philox_args(rng.next_key())
+        g = self.graph
+        grid, block = self._metro_launch
+        L, write = np.int32(self.L), np.int32(want_mask)
+        tail = (g.has_modified, g.mod_bits, g.mod_rank, g.offsets, g.neighbours)
+        for colour in (np.int32(0), np.int32(1)):
+            if self.words:
+                args = (spins, mask, L, colour, write, *philox, table, *regular, *tail)
+            else:
+                args = (spins, mask, L, colour, write, *philox, table, *tail)
+            self._metropolis(grid, block, args)
+        return spins, (mask if want_mask else None)
+
+    def wolff(self, spins, T: float, rng, want_mask: bool = True):
+        """One Wolff cluster: label all bonds (p = 1 - exp(-2/T)), flip the component of a random seed site."""
+        spins = self._spins(spins)
+        mask = self._mask(spins, want_mask)
+        key = rng.next_key()
+        labeller = self.labeller
+        labeller.label(spins, -math.expm1(-2.0 / T), key)
+        seed_site = wolff_seed_site(key, self.n)
+        labeller.kernels["wolff_flip"]((grid_for(self.n),), (THREADS,),
+                                       (spins, mask, labeller.labels, np.int32(self.n), np.int32(seed_site),
+                                        np.int32(want_mask)))
+        return spins, (mask if want_mask else None)
+
+    def swendsen_wang(self, spins, T: float, rng, want_mask: bool = True):
+        """One Swendsen-Wang sweep: label all bonds, flip every cluster with probability 1/2."""
+        spins = self._spins(spins)
+        mask = self._mask(spins, want_mask)
+        key = rng.next_key()
+        labeller = self.labeller
+        labeller.label(spins, -math.expm1(-2.0 / T), key)
+        labeller.kernels["cluster_flip"]((grid_for(self.n),), (THREADS,),
+                                         (spins, mask, labeller.labels, np.int32(self.n), *self._philox_args(key),
+                                          np.int32(want_mask)))
+        return spins, (mask if want_mask else None)
+
+    # ---- observables --------------------------------------------------------------------------------
+    def measure(self, spins) -> tuple[float, int]:
+        """(sum over edges of s_i s_j, sum of spins): one pass over the lattice, one over the rewired edges."""
+        spins = self._spins(spins)
+        totals = self.xp.zeros(2, dtype=self.xp.uint64)
+        self._measure_lattice((self._measure_grid,), (BLOCK_THREADS,), (spins, np.int32(self.L), totals))
+        g = self.graph
+        if g.n_rewired:
+            self._measure_rewired((grid_for(g.n_rewired, BLOCK_THREADS, 1024),), (BLOCK_THREADS,),
+                                  (spins, g.removed_u, g.removed_v, g.new_u, g.new_v, np.int32(g.n_rewired), totals))
+        bonds, spin_sum = (int(v) for v in to_numpy(totals).view(np.int64))
+        return float(bonds), spin_sum
+
+    def cluster_sizes(self, spins, T: float, key: tuple[int, int]) -> np.ndarray:
+        """Sizes of the Fortuin-Kasteleyn clusters of ``spins`` at T (bonds drawn under ``key``), largest first."""
+        labeller = self.labeller
+        labeller.label(self._spins(spins), -math.expm1(-2.0 / T), key)
+        return component_sizes(self.xp, labeller.compress())

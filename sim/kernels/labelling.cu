@@ -1,0 +1,228 @@
+// Connected-component labelling of the random bond graph of the rewired Ising model, and the cluster updates
+// built on it (Wolff, Swendsen-Wang). Union-find with atomicMin hooking, in two levels as in Playne & Hawick,
+// "A new algorithm for parallel connected-component labelling on GPUs" (IEEE TPDS 2018), after Komura & Okabe's
+// label-equivalence Swendsen-Wang (Comput. Phys. Commun. 2012).
+//
+// Bonds: a graph edge (i, j) is active when s_i == s_j and its Philox number r < bond_threshold (a 64-bit
+// threshold, 2^32 = always): lattice edge (site, axis) uses word `axis` of the call (site, TAG_BOND), rewired
+// edge j word 0 of (j, TAG_NEW_BOND). Each edge is drawn exactly once, wherever it is examined, so no bond state
+// is stored. Lattice edges removed by rewiring are skipped (rewired.cuh).
+//
+// 1. label_tiles: a block labels one tile of TX*TY*TZ sites in shared memory from the tile's internal lattice
+//    edges; every site gets the global index of the smallest site of its tile component.
+// 2. label_merge: the lattice edges leaving a tile (and the periodic wrap) and the rewired edges are united in
+//    global memory. Labels only ever decrease and always point at a site of the same component; a root is a
+//    site labelled with itself, the smallest site of its component.
+// 3. label_compress / wolff_flip / cluster_flip: each site finds its root (and stores it); Wolff flips the
+//    component of a seed site, Swendsen-Wang every component whose root draws an odd word (TAG_CLUSTER_FLIP).
+// Final labels are therefore independent of thread scheduling: the smallest site index of each component.
+#include "philox.cuh"
+#include "rewired.cuh"
+
+__device__ __forceinline__ bool bond_open(const PhiloxKey key, const unsigned int tag, const unsigned int index,
+                                          const int word, const unsigned long long bond_threshold)
+{
+    if (bond_threshold > 0xFFFFFFFFull) return true;
+    return (unsigned long long)philox_word(philox_draw(key, tag, index), word) < bond_threshold;
+}
+
+// ---- union-find in shared memory (one tile) ------------------------------------------------------------------
+__device__ __forceinline__ int find_local(const volatile int* lab, int x)
+{
+    int p;
+    while ((p = lab[x]) != x) x = p;
+    return x;
+}
+
+__device__ __forceinline__ void unite_local(int* lab, int a, int b)
+{
+    while (true) {
+        a = find_local(lab, a);
+        b = find_local(lab, b);
+        if (a == b) return;
+        if (a < b) {
+            const int old = atomicMin(&lab[b], a);
+            if (old == b) return;
+            b = old;
+        } else {
+            const int old = atomicMin(&lab[a], b);
+            if (old == a) return;
+            a = old;
+        }
+    }
+}
+
+// ---- union-find in global memory (reads bypass L1: other blocks change labels meanwhile) ---------------------
+__device__ __forceinline__ int find_global(const int* lab, int x)
+{
+    int p;
+    while ((p = __ldcg(lab + x)) != x) x = p;
+    return x;
+}
+
+__device__ __forceinline__ void unite_global(int* lab, int a, int b)
+{
+    while (true) {
+        a = find_global(lab, a);
+        b = find_global(lab, b);
+        if (a == b) return;
+        if (a < b) {
+            const int old = atomicMin(&lab[b], a);
+            if (old == b) return;
+            b = old;
+        } else {
+            const int old = atomicMin(&lab[a], b);
+            if (old == a) return;
+            a = old;
+        }
+    }
+}
+
+// After the merge no label changes any more: a plain walk to the root.
+__device__ __forceinline__ int find_root(const int* lab, int x)
+{
+    int p;
+    while ((p = lab[x]) != x) x = p;
+    return x;
+}
+
+template <int DIM, int TX, int TY, int TZ, int THREADS>
+__global__ void __launch_bounds__(THREADS) label_tiles(
+    const signed char* __restrict__ spins, int* __restrict__ labels, const int L, const unsigned int seed_lo,
+    const unsigned int seed_hi, const unsigned int stream_lo, const unsigned int stream_hi,
+    const unsigned long long bond_threshold, const int has_modified, const unsigned int* __restrict__ mod_bits,
+    const unsigned int* __restrict__ mod_rank, const unsigned char* __restrict__ fwd_intact)
+{
+    constexpr int TN = TX * TY * TZ;
+    static_assert(TN % THREADS == 0, "every thread must reach the barriers");
+    __shared__ int lab[TN];
+    __shared__ signed char tile[TN];
+    const Rewired g = {has_modified, mod_bits, mod_rank, nullptr, nullptr, fwd_intact};
+    const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
+    const int ox = blockIdx.x * TX, oy = blockIdx.y * TY, oz = DIM == 3 ? (int)blockIdx.z * TZ : 0;
+
+    for (int t = threadIdx.x; t < TN; t += THREADS) {
+        const int x = ox + t % TX, y = oy + (t / TX) % TY, z = oz + t / (TX * TY);
+        tile[t] = (x < L && y < L && z < L) ? spins[(z * L + y) * L + x] : 0;
+        lab[t] = t;
+    }
+    __syncthreads();
+
+    for (int t = threadIdx.x; t < TN; t += THREADS) {
+        const int tx = t % TX, ty = (t / TX) % TY, tz = t / (TX * TY);
+        const int x = ox + tx, y = oy + ty, z = oz + tz;
+        if (x >= L || y >= L || z >= L) continue;
+        const signed char s = tile[t];
+        // Forward lattice edges that stay inside the tile (axis DIM-1 is x); the rest belong to label_merge.
+        unsigned int like = 0;
+        if (tx + 1 < TX && x + 1 < L && tile[t + 1] == s) like |= 1u << (DIM - 1);
+        if (ty + 1 < TY && y + 1 < L && tile[t + TX] == s) like |= 1u << (DIM - 2);
+        if (DIM == 3 && tz + 1 < TZ && z + 1 < L && tile[t + TX * TY] == s) like |= 1u;
+        if (!like) continue;
+        const int site = (z * L + y) * L + x;
+        like &= intact_forward_edges(g, site, DIM);
+        if (!like) continue;
+        uint4 r = make_uint4(0u, 0u, 0u, 0u);
+        if (bond_threshold <= 0xFFFFFFFFull) r = philox_draw(key, TAG_BOND, (unsigned int)site);
+        const bool always = bond_threshold > 0xFFFFFFFFull;
+        if (((like >> (DIM - 1)) & 1u) && (always || philox_word(r, DIM - 1) < bond_threshold))
+            unite_local(lab, t, t + 1);
+        if (((like >> (DIM - 2)) & 1u) && (always || philox_word(r, DIM - 2) < bond_threshold))
+            unite_local(lab, t, t + TX);
+        if (DIM == 3 && (like & 1u) && (always || r.x < bond_threshold))
+            unite_local(lab, t, t + TX * TY);
+    }
+    __syncthreads();
+
+    for (int t = threadIdx.x; t < TN; t += THREADS) {
+        const int x = ox + t % TX, y = oy + (t / TX) % TY, z = oz + t / (TX * TY);
+        if (x >= L || y >= L || z >= L) continue;
+        const int root = find_local(lab, t);
+        const int rx = ox + root % TX, ry = oy + (root / TX) % TY, rz = oz + root / (TX * TY);
+        labels[(z * L + y) * L + x] = (rz * L + ry) * L + rx;
+    }
+}
+
+template <int DIM, int TX, int TY, int TZ>
+__global__ void label_merge(
+    const signed char* __restrict__ spins, int* __restrict__ labels, const int L, const unsigned int seed_lo,
+    const unsigned int seed_hi, const unsigned int stream_lo, const unsigned int stream_hi,
+    const unsigned long long bond_threshold, const int has_modified, const unsigned int* __restrict__ mod_bits,
+    const unsigned int* __restrict__ mod_rank, const unsigned char* __restrict__ fwd_intact,
+    const int* __restrict__ new_u, const int* __restrict__ new_v, const int n_new)
+{
+    const Rewired g = {has_modified, mod_bits, mod_rank, nullptr, nullptr, fwd_intact};
+    const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
+    const int part = blockIdx.y;  // 0..DIM-1: tile faces normal to that axis; DIM: the rewired edges
+    const int start = blockIdx.x * blockDim.x + threadIdx.x, step = gridDim.x * blockDim.x;
+    if (part == DIM) {
+        for (int j = start; j < n_new; j += step) {
+            const int u = new_u[j], v = new_v[j];
+            if (spins[u] == spins[v] && bond_open(key, TAG_NEW_BOND, (unsigned int)j, 0, bond_threshold))
+                unite_global(labels, u, v);
+        }
+        return;
+    }
+    const int axis = part;
+    const int T = axis == DIM - 1 ? TX : (axis == DIM - 2 ? TY : TZ);
+    const int faces = (L + T - 1) / T;  // coordinates T-1, 2T-1, ..., and L-1 (the periodic wrap)
+    const int other = DIM == 3 ? L * L : L;
+    const int count = faces * other;
+    const int stride = axis == DIM - 1 ? 1 : (axis == DIM - 2 ? L : L * L);
+    for (int i = start; i < count; i += step) {
+        // i enumerates (face, other coordinates) in C order of the lattice, axis `axis` replaced by the face.
+        int site, c;
+        if (axis == DIM - 1) {            // x faces: i = row * faces + face
+            c = min((i % faces) * T + T - 1, L - 1);
+            site = (i / faces) * L + c;
+        } else if (axis == DIM - 2) {     // y faces: i = (z * faces + face) * L + x
+            const int x = i % L, rest = i / L;
+            c = min((rest % faces) * T + T - 1, L - 1);
+            site = ((rest / faces) * L + c) * L + x;
+        } else {                          // z faces: i = face * L*L + (y * L + x)
+            c = min((i / other) * T + T - 1, L - 1);
+            site = c * other + i % other;
+        }
+        const int nb = c == L - 1 ? site - (L - 1) * stride : site + stride;
+        if (spins[site] != spins[nb]) continue;
+        if (!((intact_forward_edges(g, site, DIM) >> axis) & 1u)) continue;
+        if (bond_open(key, TAG_BOND, (unsigned int)site, axis, bond_threshold)) unite_global(labels, site, nb);
+    }
+}
+
+template <int UNUSED>
+__global__ void label_compress(int* __restrict__ labels, const int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        labels[i] = find_root(labels, i);
+}
+
+template <int UNUSED>
+__global__ void wolff_flip(signed char* __restrict__ spins, unsigned char* __restrict__ flipped,
+                           int* __restrict__ labels, const int n, const int seed_site, const int write_mask)
+{
+    const int cluster = find_root(labels, seed_site);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int root = find_root(labels, i);
+        labels[i] = root;
+        const bool in = root == cluster;
+        if (in) spins[i] = (signed char)(-spins[i]);
+        if (write_mask) flipped[i] = in;
+    }
+}
+
+template <int UNUSED>
+__global__ void cluster_flip(signed char* __restrict__ spins, unsigned char* __restrict__ flipped,
+                             int* __restrict__ labels, const int n, const unsigned int seed_lo,
+                             const unsigned int seed_hi, const unsigned int stream_lo, const unsigned int stream_hi,
+                             const int write_mask)
+{
+    const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const int root = find_root(labels, i);
+        labels[i] = root;
+        const bool flip = philox_draw(key, TAG_CLUSTER_FLIP, (unsigned int)root).x & 1u;
+        if (flip) spins[i] = (signed char)(-spins[i]);
+        if (write_mask) flipped[i] = flip;
+    }
+}
