@@ -16,7 +16,7 @@ import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 from vispy import scene
 
-from app import files
+from app import files, spectral_panel
 from app.controls import ControlsPanel
 from app.session import DEFAULT_T, Session, SimulationParameters, default_L
 from app.settings import Preferences
@@ -65,6 +65,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._build_controls()
         self._build_actions()
         self._build_status_bar()
+        spectral_panel.install(self)   # spectrum dock (issue 6), a tab beside the live plots
 
         self.timer = QtCore.QTimer(self, interval=FRAME_INTERVAL_MS)
         self.timer.timeout.connect(self._frame)
