@@ -47,8 +47,9 @@ def metropolis_twin(lattice, spins: np.ndarray, T: float, key) -> tuple[np.ndarr
         grid = s.reshape((L,) * dim)
         h = sum(np.roll(grid, shift, axis) for axis in range(dim) for shift in (1, -1)).reshape(-1)
         adj = lattice.by_colour[c]
-        for row, site in enumerate(adj.sites):
-            h[site] = s[adj.neighbours[adj.offsets[row]:adj.offsets[row + 1]]].sum()
+        if adj.sites.size:
+            owner = np.repeat(np.arange(adj.sites.size), adj.degrees)
+            h[adj.sites] = np.bincount(owner, weights=s[adj.neighbours], minlength=adj.sites.size).astype(np.int64)
         sites = np.flatnonzero(colour == c)
         k = s[sites] * h[sites]
         r = philox.metropolis_uniforms(key, c, sites)

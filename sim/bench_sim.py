@@ -1,0 +1,277 @@
+"""`latticelab bench sim`: the CUDA engine's Ising updates against the naive CuPy reference, in one run.
+
+Cases (bench-format.md names) and the issue's H100 targets:
+  metropolis-2d-L4096-p1e-5  flips_per_ns   >= 500   (T = 2.269)
+  metropolis-3d-L256-p1e-5   flips_per_ns   >= 400   (T = 4.5115)
+  metropolis-2d-L4096-p1e-2  flips_per_ns   >= 150   (T = 2.269)
+  wolff-2d-L4096-p1e-4       clusters_per_s >= 350   (T = 2.269, equilibrated by Swendsen-Wang sweeps)
+  wolff-3d-L256-p1e-4        clusters_per_s >= 570   (T = 4.5115, likewise)
+  swendsen-wang-2d-L4096     ns_per_spin    <= 0.1   (T = 2.269, p = 0)
+Each value is the median of timed repetitions after warm-up, through IsingModel.step (the API a user
+calls, Python launch overhead included); ``details.kernel_only`` replays the same launches from a CUDA
+graph (no launch gaps). Baselines timed in the same run: a naive CuPy checkerboard Metropolis with a
+cupy.random array per half-sweep (Metropolis cases), and the reference engine of sim/ising.py on CuPy
+(breadth-first Wolff; details for Metropolis). Ratios against the thesis's GTX 580 figures and Komura &
+Okabe's Swendsen-Wang (shared/reference/anchors.md) are in ``anchor`` / ``anchor_ratio``.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from sim.bench_report import device_slug, print_table, write_results
+
+T_C_2D, T_C_3D = 2.269, 4.5115
+
+CASES = {
+    "metropolis-2d-L4096-p1e-5": dict(algorithm="metropolis", dim=2, L=4096, p=1e-5, T=T_C_2D, target=500.0,
+                                      anchor=4.4, anchor_name="thesis GTX 580 (p=1e-4)"),
+    "metropolis-3d-L256-p1e-5": dict(algorithm="metropolis", dim=3, L=256, p=1e-5, T=T_C_3D, target=400.0,
+                                     anchor=1.8, anchor_name="thesis GTX 580 (p=1e-4)"),
+    "metropolis-2d-L4096-p1e-2": dict(algorithm="metropolis", dim=2, L=4096, p=1e-2, T=T_C_2D, target=150.0,
+                                      anchor=4.4, anchor_name="thesis GTX 580 (p=1e-4)"),
+    "wolff-2d-L4096-p1e-4": dict(algorithm="wolff", dim=2, L=4096, p=1e-4, T=T_C_2D, target=350.0,
+                                 anchor=3.5, anchor_name="thesis GTX 580"),
+    "wolff-3d-L256-p1e-4": dict(algorithm="wolff", dim=3, L=256, p=1e-4, T=T_C_3D, target=570.0,
+                                anchor=5.7, anchor_name="thesis GTX 580"),
+    "swendsen-wang-2d-L4096": dict(algorithm="swendsen-wang", dim=2, L=4096, p=0.0, T=T_C_2D, target=0.1,
+                                   anchor=2.51, anchor_name="Komura & Okabe 2012, GTX 580"),
+}
+METRICS = {"metropolis": "flips_per_ns", "wolff": "clusters_per_s", "swendsen-wang": "ns_per_spin"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cases", default="all",
+                        help="comma-separated case names or prefixes (default: all): " + ", ".join(CASES))
+    parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per case (median reported)")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="steps per repetition (default: 200 sweeps, 50 cluster flips, 50 SW sweeps)")
+    parser.add_argument("--equilibrate", type=int, default=300,
+                        help="Swendsen-Wang sweeps before the cluster cases (default 300)")
+    parser.add_argument("--baseline-seconds", type=float, default=5.0,
+                        help="time budget of each slow baseline (breadth-first Wolff), default 5 s")
+    parser.add_argument("--quick", action="store_true", help="a short smoke run: few steps, 2 repetitions")
+    parser.add_argument("--out-dir", default="bench/results", help="where sim-<gpu>.json goes")
+    parser.add_argument("--no-write", action="store_true", help="print the table only")
+
+
+def _select(spec: str) -> list[str]:
+    if spec == "all":
+        return list(CASES)
+    chosen = []
+    for part in (s.strip() for s in spec.split(",") if s.strip()):
+        hits = [name for name in CASES if name.startswith(part)]
+        if not hits:
+            raise ValueError(f"--cases: no case starts with {part!r}; cases are {', '.join(CASES)}")
+        chosen += [h for h in hits if h not in chosen]
+    return chosen
+
+
+class Timer:
+    """Wall time of device work, synchronised at both ends."""
+
+    def __init__(self, cp):
+        self.cp = cp
+
+    def __call__(self, work) -> float:
+        self.cp.cuda.Device().synchronize()
+        start = time.perf_counter()
+        work()
+        self.cp.cuda.Device().synchronize()
+        return time.perf_counter() - start
+
+
+def naive_metropolis(cp, dim: int, L: int, T: float, seed: int = 1):
+    """The naive CuPy reference: checkerboard Metropolis, neighbour sums by roll, a cupy.random array per
+    half-sweep, regular lattice. Returns a function doing one sweep."""
+    rs = cp.random.RandomState(seed)
+    spins = cp.asarray(np.where(np.random.default_rng(seed).random((L,) * dim) < 0.5, 1, -1).astype(np.int8))
+    colour = (cp.indices((L,) * dim).sum(axis=0) % 2).astype(bool)
+    k = 2 * dim
+    table = cp.asarray(np.minimum(1.0, np.exp(-2.0 * np.arange(-k, k + 1) / T)).astype(np.float32))
+    state = {"spins": spins}
+
+    def sweep():
+        s = state["spins"]
+        for c in (False, True):
+            h = cp.zeros_like(s)
+            for axis in range(dim):
+                h += cp.roll(s, 1, axis)
+                h += cp.roll(s, -1, axis)
+            r = rs.random_sample(s.shape, dtype=cp.float32)
+            accept = (r < table[(s * h + k).astype(cp.uint8)]) & (colour == c)
+            s = cp.where(accept, -s, s)
+        state["spins"] = s
+
+    return sweep
+
+
+def copy_bandwidth(cp, nbytes: int = 2 ** 30) -> float:
+    """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""
+    src = cp.ones(nbytes // 4, dtype=cp.float32)
+    dst = cp.empty_like(src)
+    timer = Timer(cp)
+    dst[...] = src
+    times = [timer(lambda: dst.__setitem__(Ellipsis, src)) for _ in range(5)]
+    return 2 * nbytes / statistics.median(times)
+
+
+def graph_time(cp, step, n: int, repeats: int) -> float | None:
+    """Seconds per step when ``n`` steps are replayed from a captured CUDA graph, or None if capture fails."""
+    try:
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            step()  # anything lazily allocated happens before capture
+            stream.synchronize()
+            stream.begin_capture()
+            for _ in range(n):
+                step()
+            graph = stream.end_capture()
+            graph.launch(stream)
+            stream.synchronize()
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                graph.launch(stream)
+                stream.synchronize()
+                times.append(time.perf_counter() - start)
+        return statistics.median(times) / n
+    except Exception as exc:  # capture is an extra; the headline numbers do not depend on it
+        print(f"  (graph capture unavailable: {type(exc).__name__}: {exc})", file=sys.stderr)
+        return None
+
+
+def rate(metric: str, seconds_per_step: float, n_sites: int) -> float:
+    if metric == "flips_per_ns":
+        return n_sites / seconds_per_step / 1e9
+    if metric == "clusters_per_s":
+        return 1.0 / seconds_per_step
+    return seconds_per_step / n_sites * 1e9  # ns_per_spin
+
+
+def run_case(cp, name: str, spec: dict, args) -> dict:
+    from sim.ising import IsingModel, ReferenceEngine
+    algorithm, dim, L, p, T = spec["algorithm"], spec["dim"], spec["L"], spec["p"], spec["T"]
+    metric = METRICS[algorithm]
+    quick = args.quick
+    steps = args.steps or {"metropolis": 200, "wolff": 50, "swendsen-wang": 50}[algorithm]
+    if quick:
+        steps = max(2, steps // 10)
+    repeats = 2 if quick else args.repeats
+    timer = Timer(cp)
+    model = IsingModel(dim=dim, L=L, T=T, p=p, algorithm=algorithm, seed=1, backend="cuda")
+    n = model.n_sites
+    details = {"T": T, "p": p, "steps_per_repeat": steps, "repeats": repeats,
+               "rewired_edges": int(model.graph.new_edges.shape[0]),
+               "modified_sites": int(model.graph.modified_sites.size), "engine": type(model._engine).__name__}
+    if algorithm != "metropolis":
+        model.algorithm = "swendsen-wang"
+        sweeps = max(10, args.equilibrate // (10 if quick else 1))
+        details["equilibration"] = f"{sweeps} Swendsen-Wang sweeps from a hot start"
+        timer(lambda: model.step(sweeps))
+        model.algorithm = algorithm
+    model.step(max(2, steps // 4))  # warm-up: compilation, caches
+    count_before = model.step_count
+    times = [timer(lambda: model.step(steps)) for _ in range(repeats)]
+    per_step = statistics.median(times) / steps
+    case = {"case": name, "metric": metric, "value": round(rate(metric, per_step, n), 4)}
+    details["ms_per_step"] = round(per_step * 1e3, 4)
+    details["spread"] = [round(rate(metric, t / steps, n), 4) for t in sorted(times)]
+    if algorithm == "wolff":
+        obs = model.observables()
+        details["last_cluster_fraction"] = round(obs["flipped_fraction"], 5)
+        details["energy_per_spin"] = round(obs["energy"], 5)
+    details["steps_timed"] = model.step_count - count_before
+
+    engine, rng = model._engine, model._rng
+    update = getattr(engine, algorithm.replace("-", "_"))
+    spins = model.spins
+    kernel = graph_time(cp, lambda: update(spins, T, rng, want_mask=False), steps, repeats)
+    if kernel is not None:
+        details["kernel_only"] = round(rate(metric, kernel, n), 4)
+        details["kernel_only_ms_per_step"] = round(kernel * 1e3, 4)
+    # CPU time to enqueue one step (no sync): when it exceeds the GPU time, the API path is launch-bound.
+    cp.cuda.Device().synchronize()
+    start = time.perf_counter()
+    model.step(steps)
+    details["enqueue_ms_per_step"] = round((time.perf_counter() - start) / steps * 1e3, 4)
+    cp.cuda.Device().synchronize()
+
+    if algorithm == "metropolis":
+        sweep = naive_metropolis(cp, dim, L, T)
+        sweep()
+        base_steps = max(2, steps // 4)
+        base = statistics.median(timer(lambda: [sweep() for _ in range(base_steps)]) for _ in range(repeats))
+        case.update(baseline="naive-cupy", baseline_value=round(rate(metric, base / base_steps, n), 4))
+        case["ratio"] = round(case["value"] / case["baseline_value"], 2)
+        reference = ReferenceEngine(cp, model.graph)
+        ref_steps = max(2, steps // 20)
+        ref = timer(lambda: [reference.metropolis(spins, T, rng) for _ in range(ref_steps)])
+        details["reference_engine"] = round(rate(metric, ref / ref_steps, n), 4)
+    elif algorithm == "wolff" and not quick:
+        reference = ReferenceEngine(cp, model.graph)
+        s = spins.copy()
+        done, spent = 0, 0.0
+        while spent < args.baseline_seconds and done < steps:
+            spent += timer(lambda: reference.wolff(s, T, rng))
+            done += 1
+        case.update(baseline="reference-bfs-cupy", baseline_value=round(done / spent, 4))
+        case["ratio"] = round(case["value"] / case["baseline_value"], 2)
+        details["baseline_clusters_timed"] = done
+    better = case["value"] <= spec["target"] if metric == "ns_per_spin" else case["value"] >= spec["target"]
+    case.update(anchor=spec["anchor"], anchor_name=spec["anchor_name"],
+                anchor_ratio=round((spec["anchor"] / case["value"]) if metric == "ns_per_spin"
+                                   else case["value"] / spec["anchor"], 1),
+                target=spec["target"], target_met=bool(better), details=details)
+    return case
+
+
+def main(args) -> int:
+    from sim.backend import BackendError, select_backend
+    try:
+        names = _select(args.cases)
+        if args.repeats < 1 or args.steps < 0:
+            raise ValueError("--repeats must be >= 1 and --steps >= 0")
+    except ValueError as exc:
+        print(f"latticelab bench sim: {exc}")
+        return 2
+    try:
+        backend = select_backend("cuda")
+    except BackendError as exc:
+        print(f"latticelab bench sim needs a CUDA GPU: {exc}")
+        return 1
+    cp = backend.xp
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    print(f"latticelab bench sim on {backend.device_name} ({props['multiProcessorCount']} SMs, "
+          f"L2 {props['l2CacheSize'] / 2 ** 20:.0f} MiB)", flush=True)
+    bandwidth = copy_bandwidth(cp)
+    print(f"device-to-device copy: {bandwidth / 1e12:.2f} TB/s (read + write)", flush=True)
+    cases = []
+    for name in names:
+        case = run_case(cp, name, CASES[name], args)
+        case["details"]["copy_bandwidth_TBps"] = round(bandwidth / 1e12, 3)
+        cases.append(case)
+        d = case["details"]
+        print(f"  {name}: {case['value']} {case['metric']} (kernel only {d.get('kernel_only')}, "
+              f"enqueue {d['enqueue_ms_per_step']} ms/step, {d['ms_per_step']} ms/step)", flush=True)
+    print()
+    print_table(cases)
+    print()
+    for c in cases:
+        print(f"{c['case']:38} target {c['target']:>7g} {'met' if c['target_met'] else 'MISSED':6} "
+              f"x{c['anchor_ratio']} vs {c['anchor_name']}")
+    if not args.no_write:
+        path = write_results("sim", backend.device_name, cases, out_dir=args.out_dir,
+                             slug=device_slug(backend.device_name))
+        print(f"written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="latticelab bench sim", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    raise SystemExit(main(parser.parse_args()))
