@@ -143,11 +143,15 @@ class SpectrumIsoView:
         if self.volume is None:
             return
         t0 = time.perf_counter()
-        self.mesh = marching_cubes(self.volume, self.iso, method=self.method)
+        mesh = marching_cubes(self.volume, self.iso, method=self.method)
         t1 = time.perf_counter()
-        self.surface.set_mesh(self.mesh, canvas=self.view.canvas)
-        t2 = time.perf_counter()
-        self.timings = {"marching_cubes_s": t1 - t0, "upload_s": t2 - t1}
+        self.show_mesh(mesh)
+        self.timings = {"marching_cubes_s": t1 - t0, "upload_s": time.perf_counter() - t1}
+
+    def show_mesh(self, mesh: Mesh) -> None:
+        """Draw a mesh of the current volume (made here or elsewhere, e.g. by a benchmark)."""
+        self.mesh = mesh
+        self.surface.set_mesh(mesh, canvas=self.view.canvas)
         self._frame()
 
     def _frame(self) -> None:
@@ -170,3 +174,18 @@ class SpectrumIsoView:
         self.label.pos = np.array([[lo[0], lo[1], hi[2]]], np.float32)
         self.view.camera.set_range(x=(lo[0], hi[0]), y=(lo[1], hi[1]), z=(lo[2], hi[2]), margin=0.15)
         self.view.camera.center = tuple(float(c) for c in centre)
+
+
+def make_show_hook(volume, size=(800, 800)):
+    """A hook(mesh) for ``sim.bench_iso``: uploads the mesh into an iso view of ``volume`` on an
+    off-screen canvas of the current VisPy app and renders one frame (read back, so it is finished)."""
+    canvas = scene.SceneCanvas(size=size, show=False, bgcolor="black")
+    iso_view = SpectrumIsoView(canvas.central_widget.add_view())
+    iso_view.volume = volume
+
+    def hook(mesh: Mesh) -> None:
+        iso_view.show_mesh(mesh)
+        canvas.render()
+
+    hook.view, hook.canvas = iso_view, canvas
+    return hook

@@ -1,8 +1,8 @@
 """`latticelab bench iso`: how long a new iso value on a 256^3 spectrum takes (case ``iso-3d-L256``).
 
 One update = marching cubes of the spectrum at a new iso value (a fraction of its maximum), plus, when
-the caller passes a ``show`` hook (the app wires render/isosurface.py's upload and draw), handing the
-mesh to the renderer and drawing a frame; the case records whether the hook was there. The GPU path
+the caller passes a ``show_factory`` (the app side wires render/isosurface.py's ``make_show_hook``),
+handing the mesh to the renderer and drawing a frame; the case records whether it was there. The GPU path
 (CuPy kernels) is timed against scikit-image on the CPU in the same run, on the same volume and levels.
 
 The spectrum comes from a 3D Ising run near T_c (sim.ising, Metropolis, a few dozen sweeps) or, with
@@ -133,13 +133,16 @@ def _free(path: Path) -> Path:
     return path.with_name(f"{path.stem}-{i}{path.suffix}")
 
 
-def run(args, show=None, command: str | None = None) -> dict:
+def run(args, show_factory=None, command: str | None = None) -> dict:
+    """Time the updates. ``show_factory(volume) -> hook(mesh)`` (e.g. render/isosurface.py's
+    ``make_show_hook``) makes each update also hand its mesh to the renderer and draw a frame."""
     levels = _parse_levels(args.levels)
     if args.L < 8:
         raise ValueError(f"L must be at least 8; got {args.L}")
     backend = select_backend(args.backend)
     xp = backend.xp
     volume, source = make_spectrum(xp, backend.name, args.L, args.source, args.sweeps)
+    show = show_factory(volume) if show_factory is not None else None
     method = "cuda" if backend.is_gpu else "numpy"
     time_updates(volume, levels[:1], 1, method, show)  # warm-up: kernel compilation, GL buffers
     times, faces = time_updates(volume, levels, args.repeats, method, show)
@@ -166,9 +169,9 @@ def run(args, show=None, command: str | None = None) -> dict:
     }
 
 
-def main(args, show=None, command: str | None = None) -> int:
+def main(args, show_factory=None, command: str | None = None) -> int:
     try:
-        result = run(args, show, command)
+        result = run(args, show_factory, command)
     except ValueError as exc:
         print(f"latticelab bench iso: {exc}")
         return 2

@@ -216,3 +216,25 @@ def test_gpu_sphere_area_and_repeated_levels_reuse_buffers():
     for radius in (15.0, 8.0, 15.0):
         mesh = marching_cubes(vol, -radius)
         assert mesh_area(mesh.vertices, mesh.faces) == pytest.approx(4 * np.pi * radius ** 2, rel=0.01)
+
+
+def test_bench_iso_writes_its_case_and_never_overwrites(tmp_path):
+    import argparse
+    import json
+
+    from sim import bench_iso
+    parser = argparse.ArgumentParser()
+    bench_iso.add_arguments(parser)
+    args = parser.parse_args(["--L", "16", "--repeats", "1", "--backend", "numpy", "--source", "synthetic",
+                              "--levels", "0.2,0.5", "--out", str(tmp_path / "iso.json"), "--commit", "abc1234"])
+    assert bench_iso.main(args) == 0
+    assert bench_iso.main(args) == 0
+    first = json.loads((tmp_path / "iso.json").read_text())
+    assert (tmp_path / "iso-1.json").exists()
+    case = first["cases"][0]
+    assert case["case"] == "iso-3d-L16" and case["metric"] == "ms_per_update"
+    assert case["value"] > 0 and case["baseline"] == "scikit-image-cpu"
+    assert case["ratio"] == pytest.approx(case["baseline_value"] / case["value"], rel=0.02, abs=0.01)  # rounding
+    assert first["commit"] == "abc1234" and first["device"] == "CPU"
+    bad = parser.parse_args(["--levels", "0.5,1.5", "--backend", "numpy"])
+    assert bench_iso.main(bad) == 2
