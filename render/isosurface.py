@@ -188,4 +188,6 @@ def make_show_hook(volume, size=(800, 800)):
         canvas.render()
 
     hook.view, hook.canvas = iso_view, canvas
+    hook.describe = lambda: (f"VisPy {canvas.app.backend_name} canvas {size[0]}x{size[1]}, render() with "
+                             f"read-back; mesh upload path: {iso_view.surface.last_upload}")
     return hook

@@ -146,9 +146,10 @@ def run(args, show_factory=None, command: str | None = None) -> dict:
     method = "cuda" if backend.is_gpu else "numpy"
     time_updates(volume, levels[:1], 1, method, show)  # warm-up: kernel compilation, GL buffers
     times, faces = time_updates(volume, levels, args.repeats, method, show)
+    shown_by = show.describe() if hasattr(show, "describe") else None
     case = {"case": f"iso-3d-L{args.L}", "metric": "ms_per_update", "value": round(statistics.median(times), 3)}
     details = {"path": f"marching cubes on {method}", "levels": levels, "source": source,
-               "with_show_hook": show is not None, "updates": len(times),
+               "with_show_hook": show is not None, "show": shown_by, "updates": len(times),
                "min_ms": round(min(times), 3), "max_ms": round(max(times), 3),
                "faces_per_level": faces[:len(levels)]}
     if not args.no_baseline:
