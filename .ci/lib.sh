@@ -20,8 +20,9 @@ QT_RUNTIME_DEBS=(
     libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0
     libxcb-shape0 libxcb-xinerama0 libxcb-xkb1
 )
-# Extra packages for the test suite: a virtual X server for the GUI tests.
-TEST_DEBS=(xvfb xauth)
+# Extra packages for the test suite: a virtual X server for the GUI tests, and a C++ compiler with which
+# tests/test_marching_cubes.py runs the CUDA kernels' logic on the host (those tests skip without one).
+TEST_DEBS=(xvfb xauth g++)
 
 say() { printf '[latticelab] %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
