@@ -18,6 +18,7 @@ from vispy import scene
 
 from app import files, spectral_panel
 from app.controls import ControlsPanel
+from app.qt_compat import protect_none_refcount
 from app.session import DEFAULT_T, Session, SimulationParameters, default_L
 from app.settings import Preferences
 from render import palette
@@ -43,6 +44,7 @@ EXPORT_KINDS = {
 class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, parameters: SimulationParameters, preferences: Preferences | None = None,
                  interactive: bool = True):
+        protect_none_refcount()
         super().__init__()
         self.setWindowTitle("latticelab: rewired Ising model")
         self.prefs = preferences or Preferences(None)

@@ -7,6 +7,10 @@ from __future__ import annotations
 import numpy as np
 from vispy import scene
 
+import contextlib
+
+import vispy.visuals.text.text as vispy_text
+
 from render.visuals import Polyline
 
 PLOT_BACKGROUND = (0.11, 0.11, 0.13, 1.0)
@@ -24,6 +28,10 @@ class LivePlots:
     """Stacked plots of ``SERIES``; ``update(steps, values)`` redraws them over the given steps."""
 
     def __init__(self, parent_widget, series=SERIES):
+        with one_font_manager():
+            self._build(parent_widget, series)
+
+    def _build(self, parent_widget, series) -> None:
         self.grid = parent_widget.add_grid(spacing=0, margin=4)
         self.series = series
         self.views, self.lines = {}, {}
@@ -74,3 +82,16 @@ def _padded_range(y: np.ndarray, min_span: float = 1e-3) -> tuple[float, float]:
     span = max(hi - lo, min_span, 1e-3 * max(abs(lo), abs(hi)))
     middle = 0.5 * (lo + hi)
     return middle - 0.55 * span, middle + 0.55 * span
+
+
+@contextlib.contextmanager
+def one_font_manager():
+    """Let every text visual created inside share one font manager. VisPy otherwise renders each glyph
+    again for every label and axis, which takes seconds on software GL. All of them live in this canvas."""
+    shared = vispy_text.FontManager()
+    original = vispy_text.FontManager
+    vispy_text.FontManager = lambda method="cpu": shared
+    try:
+        yield
+    finally:
+        vispy_text.FontManager = original

@@ -1,0 +1,51 @@
+"""Fixtures for the desktop-application tests: a real MainWindow under Xvfb (pytest-qt), small lattices.
+
+Pixels are read back with ``canvas.render()`` (the scene drawn into an offscreen buffer of the canvas's
+size) and located through the view's own transforms, so the checks do not depend on the window size.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("vispy")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _vispy_qt():
+    import vispy
+    vispy.use(app="pyside6")
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    """make_window(dim=2, L=32, ..., settings=None) -> a shown, paused MainWindow with its own settings file."""
+    from PySide6 import QtCore
+
+    from app.main_window import MainWindow
+    from app.session import SimulationParameters
+    from app.settings import Preferences
+
+    windows = []
+
+    def make(settings_file=None, running=False, size=(1100, 760), **params):
+        params.setdefault("dim", 2)
+        params.setdefault("L", 32)
+        params.setdefault("T", 2.2 if params["dim"] == 2 else 4.2)
+        params.setdefault("backend", "numpy")
+        path = settings_file or tmp_path / f"settings-{len(windows)}.ini"
+        prefs = Preferences(QtCore.QSettings(str(path), QtCore.QSettings.Format.IniFormat))
+        window = MainWindow(SimulationParameters(**params), prefs, interactive=True)
+        qtbot.addWidget(window)
+        window.resize(*size)
+        window.show()
+        qtbot.waitExposed(window)
+        window.set_running(running)
+        qtbot.wait(50)
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.timer.stop()

@@ -1,0 +1,56 @@
+"""Helpers shared by the GUI tests: answering dialogs and reading cell colours off rendered images."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def activate(qtbot, window) -> None:
+    """Make ``window`` the active window (shortcuts need one; Xvfb has no window manager to do it)."""
+    from PySide6 import QtWidgets
+
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QtWidgets.QApplication.activeWindow() is window, timeout=3000)
+
+
+def answer_next_dialog(qtbot, button_text: str, found: list | None = None):
+    """Click ``button_text`` on the next modal dialog (a QMessageBox) as soon as it appears."""
+    from PySide6 import QtCore, QtWidgets
+
+    def click():
+        dialog = QtWidgets.QApplication.activeModalWidget()
+        if dialog is None:
+            QtCore.QTimer.singleShot(20, click)
+            return
+        if found is not None:
+            found.append(dialog.text() if hasattr(dialog, "text") else dialog.windowTitle())
+        for button in dialog.findChildren(QtWidgets.QAbstractButton):
+            if button.text().replace("&", "") == button_text:
+                button.click()
+                return
+        raise AssertionError(f"no button {button_text!r} on dialog {dialog.windowTitle()!r}")
+
+    QtCore.QTimer.singleShot(20, click)
+
+
+def cell_centres_2d(L: int, z: float | None = None) -> np.ndarray:
+    """World coordinates of every cell centre, rows of (x, y[, z]) in spins[y, x] order."""
+    y, x = np.mgrid[0:L, 0:L]
+    points = np.column_stack([x.ravel() + 0.5, y.ravel() + 0.5])
+    if z is not None:
+        points = np.column_stack([points, np.full(len(points), z)])
+    return points
+
+
+def pixels_at(image: np.ndarray, canvas_xy: np.ndarray) -> np.ndarray:
+    """RGB of the rendered image at canvas coordinates (N, 2)."""
+    cols = np.floor(canvas_xy[:, 0]).astype(int)
+    rows = np.floor(canvas_xy[:, 1]).astype(int)
+    assert cols.min() >= 0 and rows.min() >= 0 and cols.max() < image.shape[1] and rows.max() < image.shape[0], \
+        "cells outside the rendered canvas"
+    return image[rows, cols, :3].astype(int)
+
+
+def expected_rgb(codes, show_flipped=True, show_rewired=False, shade=1.0) -> np.ndarray:
+    from render import palette
+    table = palette.colour_table(show_flipped, show_rewired)[:, :3].astype(float)
+    return np.round(table[np.asarray(codes).ravel()] * shade).astype(int)
