@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
             importlib.import_module(module).add_arguments(bp)
         except ImportError as exc:
             bp.set_defaults(bench_unavailable=f"{module} cannot be imported: {exc}")
+        if name == "iso":
+            bp.add_argument("--show", action="store_true",
+                            help="time the whole update: mesh handed to a VisPy iso view and drawn off-screen")
+            bp.add_argument("--gl-app", default=None,
+                            help="VisPy app backend for --show, e.g. egl on a headless GPU machine")
     return parser
 
 
@@ -118,7 +123,15 @@ def run_gui(args) -> int:
 def run_bench(args) -> int:
     if getattr(args, "bench_unavailable", None):
         raise UsageError(args.bench_unavailable)
-    return importlib.import_module(args.bench_module).main(args)
+    module = importlib.import_module(args.bench_module)
+    if getattr(args, "show", False):
+        # sim may not import render, so the drawing hook is handed in from here.
+        import vispy
+        if args.gl_app:
+            vispy.use(app=args.gl_app)
+        from render.isosurface import make_show_hook
+        return module.main(args, show_factory=make_show_hook)
+    return module.main(args)
 
 
 def main(argv: list[str] | None = None) -> int:
