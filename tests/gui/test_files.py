@@ -1,0 +1,180 @@
+"""Screenshots, saved states and settings: the files the user makes are valid, never silently replaced,
+and damaged input changes nothing."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+from gui_helpers import answer_next_dialog
+from PySide6 import QtCore
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _png(path) -> np.ndarray:
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return iio.imread(path)
+
+
+def test_screenshot_is_a_png_of_the_view_and_is_never_silently_replaced(make_window, qtbot, tmp_path):
+    window = make_window(dim=2, L=32, T=2.2)
+    window.step_once()
+    target = tmp_path / "shot.png"
+    assert window.export_screenshot(target, "view") == target
+    image = _png(target)
+    width, height = window.lattice_canvas.physical_size
+    assert image.shape[:2] == (height, width)
+    assert len(np.unique(image.reshape(-1, image.shape[-1]), axis=0)) >= 3
+    original = target.read_bytes()
+
+    window.step_once()
+    asked = []
+    answer_next_dialog(qtbot, "No", asked)
+    assert window.export_screenshot(target, "view") is None
+    assert asked and "shot.png" in asked[0]
+    assert target.read_bytes() == original                      # kept
+    answer_next_dialog(qtbot, "Yes")
+    assert window.export_screenshot(target, "view") == target
+    assert target.read_bytes() != original                      # replaced, because the user said so
+    # scripted use never asks: it picks a free name
+    assert window.export_screenshot(target, "view", confirm=False) == tmp_path / "shot-1.png"
+    assert window.prefs.get("folders/export") == str(tmp_path.resolve())
+    # Ctrl+S, the File menu and the toolbar all reach the export
+    action = window.export_action
+    assert "Ctrl+S" in [s.toString() for s in action.shortcuts()]
+    assert window.toolbar.widgetForAction(action) is not None
+    assert action in window.menuBar().actions()[0].menu().actions()
+
+
+def test_cells_and_window_screenshots(make_window, tmp_path):
+    window = make_window(dim=2, L=32, T=2.2)
+    cells = _png(window.export_screenshot(tmp_path / "cells.png", "cells"))
+    assert cells.shape[:2] == (32, 32)
+    from render.palette import colourise
+    from render.upload import encode_state
+    m = window.model
+    np.testing.assert_array_equal(cells, colourise(encode_state(np, m.spins, window.session.highlight)))
+    whole = _png(window.export_screenshot(tmp_path / "window.png", "window"))
+    assert whole.shape[:2] == (window.height(), window.width())
+    assert len(np.unique(whole.reshape(-1, whole.shape[-1]), axis=0)) > 10
+    # the lattice is inside the whole-window picture: its most common colours are spin colours
+    window.controls.dimension.setCurrentIndex(1)
+    cells3 = _png(window.export_screenshot(tmp_path / "cells3.png", "cells"))
+    from render.unfold import UnfoldLayout
+    width, height = UnfoldLayout(window.model.L).extent
+    assert cells3.shape[:2] == (height, width)
+
+
+def test_save_and_load_give_identical_next_steps(make_window, qtbot, tmp_path):
+    window = make_window(dim=2, L=24, T=2.3, p=1e-2, algorithm="2:1", seed=9)
+    for _ in range(4):
+        window.step_once()
+    path = window.save_state(tmp_path / "run.npz")
+    assert path == tmp_path / "run.npz" and path.exists()
+    for _ in range(5):
+        window.step_once()
+    expected_spins = window.model.spins.copy()
+    expected_step = window.model.step_count
+    expected_obs = window.model.observables()
+
+    window.controls.temperature_box.setValue(1.0)   # change things, then resume from the file
+    window.reset("cold")
+    assert window.load_state(path)
+    assert window.model.step_count == 4 and window.model.T == 2.3
+    assert window.controls.temperature_box.value() == 2.3
+    assert window.controls.algorithm.currentText() == "hybrid"
+    for _ in range(5):
+        window.step_once()
+    assert window.model.step_count == expected_step
+    np.testing.assert_array_equal(window.model.spins, expected_spins)
+    assert window.model.observables() == expected_obs
+
+    answer_next_dialog(qtbot, "No")
+    assert window.save_state(path) is None                       # existing file kept
+    assert window.save_state(path, confirm=False) == tmp_path / "run-1.npz"
+
+
+def test_truncated_or_foreign_state_is_rejected_and_changes_nothing(make_window, qtbot, tmp_path):
+    window = make_window(dim=2, L=16, T=2.2)
+    window.step_once()
+    path = window.save_state(tmp_path / "good.npz")
+    data = path.read_bytes()
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(data[: len(data) // 2])
+    model, spins, step = window.model, window.model.spins.copy(), window.model.step_count
+    messages = []
+    answer_next_dialog(qtbot, "OK", messages)
+    assert not window.load_state(truncated)
+    assert messages and "truncated.npz" in messages[0] and "damaged" in messages[0]
+    assert "truncated.npz" in window.last_error
+    assert window.model is model and model.step_count == step
+    np.testing.assert_array_equal(model.spins, spins)
+
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, spins=np.zeros((3, 3)))
+    answer_next_dialog(qtbot, "OK")
+    assert not window.load_state(foreign)
+    assert "state" in window.last_error and window.model is model
+
+
+def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
+    settings = tmp_path / "prefs.ini"
+    window = make_window(dim=2, L=24, T=2.1, settings_file=settings)
+    window.controls.show_links.setChecked(True)
+    window.controls.steps_per_frame.setValue(7)
+    window.close()
+
+    from app.gui import resolve_parameters
+    from app.settings import Preferences
+    store = QtCore.QSettings(str(settings), QtCore.QSettings.Format.IniFormat)
+    args = type("Args", (), dict(dim=None, L=None, T=None, p=None, rewire_dims=None, algorithm=None, seed=None,
+                                 backend="numpy", start="hot"))()
+    params = resolve_parameters(args, Preferences(store), gpu=False)
+    assert (params.dim, params.L, params.T) == (2, 24, 2.1)
+    again = make_window(settings_file=settings, **params.__dict__)
+    assert again.controls.show_links.isChecked() and again.controls.steps_per_frame.value() == 7
+    again.close()
+
+    store.setValue("params/T2", "hot")
+    store.setValue("params/L2", "-3")
+    store.setValue("run/steps_per_frame", "many")
+    store.setValue("window/geometry", "not bytes")
+    store.sync()
+    prefs = Preferences(QtCore.QSettings(str(settings), QtCore.QSettings.Format.IniFormat))
+    params = resolve_parameters(args, prefs, gpu=False)
+    assert params.T == 2.25 and params.L == 512             # defaults
+    assert len(prefs.problems) == 2 and any("params/T2" in p for p in prefs.problems)
+    broken = make_window(settings_file=settings, L=16)
+    assert broken.controls.steps_per_frame.value() == 1
+    assert "run/steps_per_frame" in broken.last_error and "window/geometry" in broken.last_error
+
+
+def _run_cli(args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(REPO), QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "xcb"))
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=240)
+
+
+@pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="the scripted GUI needs a display (Xvfb)")
+def test_scripted_screenshot_from_the_command_line(tmp_path):
+    args = ["gui", "--dim", "3", "--L", "16", "--T", "4.0", "--backend", "numpy", "--steps", "20",
+            "--screenshot", "out.png", "--window-size", "900x700", "--quit"]
+    first = _run_cli(args, tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    image = _png(tmp_path / "out.png")
+    assert image.ndim == 3 and min(image.shape[:2]) > 200
+    assert len(np.unique(image.reshape(-1, image.shape[-1]), axis=0)) > 3
+    original = (tmp_path / "out.png").read_bytes()
+    second = _run_cli(args[:-3] + ["--screenshot-what", "cells", "--quit"], tmp_path)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert (tmp_path / "out.png").read_bytes() == original        # not overwritten
+    assert "out-1.png" in second.stdout
+    assert _png(tmp_path / "out-1.png").shape[:2] == (4 * 17 - 1, 4 * 17 - 1)   # 16 tiles of 16 + gaps
+    bad = _run_cli(["gui", "--L", "7", "--quit", "--backend", "numpy"], tmp_path)
+    assert bad.returncode == 2 and "L:" in bad.stderr and "Traceback" not in bad.stderr
