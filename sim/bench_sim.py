@@ -17,15 +17,19 @@ Okabe's Swendsen-Wang (shared/reference/anchors.md) are in ``anchor`` / ``anchor
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from sim.bench_report import device_slug, print_table, write_results
 
 T_C_2D, T_C_3D = 2.269, 4.5115
+_SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+[A-Z@]")
 
 CASES = {
     "metropolis-2d-L4096-p1e-5": dict(algorithm="metropolis", dim=2, L=4096, p=1e-5, T=T_C_2D, target=500.0,
@@ -52,11 +56,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="steps per repetition (default: 200 sweeps, 50 cluster flips, 50 SW sweeps)")
     parser.add_argument("--equilibrate", type=int, default=300,
                         help="Swendsen-Wang sweeps before the cluster cases (default 300)")
-    parser.add_argument("--baseline-seconds", type=float, default=5.0,
-                        help="time budget of each slow baseline (breadth-first Wolff), default 5 s")
+    parser.add_argument("--baseline-seconds", type=float, default=3.0,
+                        help="time budget of each slow baseline (breadth-first Wolff), default 3 s")
     parser.add_argument("--quick", action="store_true", help="a short smoke run: few steps, 2 repetitions")
     parser.add_argument("--out-dir", default="bench/results", help="where sim-<gpu>.json goes")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--commit", default=None, help="commit to record (default: git rev-parse)")
+    parser.add_argument("--sass", action="store_true",
+                        help="also count the SASS instructions of the hot kernels (needs nvcc and cuobjdump)")
 
 
 def _select(spec: str) -> list[str]:
@@ -86,28 +93,88 @@ class Timer:
 
 
 def naive_metropolis(cp, dim: int, L: int, T: float, seed: int = 1):
-    """The naive CuPy reference: checkerboard Metropolis, neighbour sums by roll, a cupy.random array per
-    half-sweep, regular lattice. Returns a function doing one sweep."""
-    rs = cp.random.RandomState(seed)
-    spins = cp.asarray(np.where(np.random.default_rng(seed).random((L,) * dim) < 0.5, 1, -1).astype(np.int8))
+    """The naive CuPy reference: checkerboard Metropolis on the regular lattice with whole-array operations,
+    neighbour sums by cupy.roll and a cupy.random array per half-sweep. Returns a function doing one sweep."""
+    cp.random.seed(seed)
+    state = {"spins": cp.asarray(np.where(np.random.default_rng(seed).random((L,) * dim) < 0.5, 1, -1)
+                                 .astype(np.int8))}
     colour = (cp.indices((L,) * dim).sum(axis=0) % 2).astype(bool)
-    k = 2 * dim
-    table = cp.asarray(np.minimum(1.0, np.exp(-2.0 * np.arange(-k, k + 1) / T)).astype(np.float32))
-    state = {"spins": spins}
+    masks = (~colour, colour)
+    beta = np.float32(1.0 / T)
 
     def sweep():
         s = state["spins"]
-        for c in (False, True):
-            h = cp.zeros_like(s)
-            for axis in range(dim):
-                h += cp.roll(s, 1, axis)
-                h += cp.roll(s, -1, axis)
-            r = rs.random_sample(s.shape, dtype=cp.float32)
-            accept = (r < table[(s * h + k).astype(cp.uint8)]) & (colour == c)
-            s = cp.where(accept, -s, s)
+        for mask in masks:
+            h = cp.roll(s, 1, 0) + cp.roll(s, -1, 0)
+            for axis in range(1, dim):
+                h += cp.roll(s, 1, axis) + cp.roll(s, -1, axis)
+            delta = 2 * s * h
+            r = cp.random.random(s.shape, dtype=cp.float32)
+            flip = (r < cp.exp(-beta * delta.astype(cp.float32))) & mask
+            s = cp.where(flip, -s, s)
         state["spins"] = s
 
     return sweep
+
+
+class KernelClock:
+    """Wraps an engine's kernels so every launch is bracketed by CUDA events; totals per kernel name."""
+
+    def __init__(self, cp, engine):
+        self.cp, self.engine, self.records, self.saved = cp, engine, [], []
+        targets = [(engine.__dict__, "_metropolis"), (engine.__dict__, "_metropolis_modified")]
+        if engine._labeller is not None:
+            targets += [(engine._labeller.kernels, name) for name in engine._labeller.kernels]
+        for holder, name in targets:
+            if name in holder:
+                self.saved.append((holder, name, holder[name]))
+                holder[name] = self._timed(holder[name], name.lstrip("_"))
+
+    def _timed(self, kernel, name):
+        def launch(*args, **kwargs):
+            start, end = self.cp.cuda.Event(), self.cp.cuda.Event()
+            start.record()
+            kernel(*args, **kwargs)
+            end.record()
+            self.records.append((name, start, end))
+        return launch
+
+    def restore(self) -> dict[str, float]:
+        for holder, name, kernel in self.saved:
+            holder[name] = kernel
+        self.cp.cuda.Device().synchronize()
+        totals: dict[str, float] = {}
+        for name, start, end in self.records:
+            totals[name] = totals.get(name, 0.0) + self.cp.cuda.get_elapsed_time(start, end)
+        return totals
+
+
+def sass_counts(kernels: dict[str, str]) -> dict[str, int]:
+    """Static SASS instruction counts of kernel instances (name -> source file), via nvcc and cuobjdump."""
+    import shutil
+    import subprocess
+    import tempfile
+    from sim.gpu.kernels import kernel_source
+    if not (shutil.which("nvcc") and shutil.which("cuobjdump")):
+        return {}
+    counts = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (name, filename) in enumerate(kernels.items()):
+            src = Path(tmp) / f"k{i}.cu"
+            src.write_text(kernel_source(filename) + f"\n__global__ void sass_probe() {{ (void)&{name}; }}\n")
+            cubin = src.with_suffix(".cubin")
+            made = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-cubin", str(src), "-o", str(cubin)],
+                                  capture_output=True, text=True)
+            if made.returncode:
+                continue
+            sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True, text=True).stdout
+            current = None
+            for line in sass.splitlines():
+                if "Function :" in line:
+                    current = line.split("Function :")[1].strip()
+                elif current and "sass_probe" not in current and _SASS_LINE.match(line):
+                    counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def copy_bandwidth(cp, nbytes: int = 2 ** 30) -> float:
@@ -194,6 +261,10 @@ def run_case(cp, name: str, spec: dict, args) -> dict:
     if kernel is not None:
         details["kernel_only"] = round(rate(metric, kernel, n), 4)
         details["kernel_only_ms_per_step"] = round(kernel * 1e3, 4)
+    clock = KernelClock(cp, engine)
+    model.step(steps)
+    per_kernel = clock.restore()
+    details["kernel_ms_per_step"] = {k: round(v / steps, 4) for k, v in per_kernel.items()}
     # CPU time to enqueue one step (no sync): when it exceeds the GPU time, the API path is launch-bound.
     cp.cuda.Device().synchronize()
     start = time.perf_counter()
@@ -264,9 +335,21 @@ def main(args) -> int:
     for c in cases:
         print(f"{c['case']:38} target {c['target']:>7g} {'met' if c['target_met'] else 'MISSED':6} "
               f"x{c['anchor_ratio']} vs {c['anchor_name']}")
+    if args.sass:
+        counts = sass_counts({"metropolis_chunks<2, 4, true>": "metropolis.cu",
+                              "metropolis_chunks<3, 4, true>": "metropolis.cu",
+                              "label_tiles<2, 64, 64, 1, 512>": "labelling.cu",
+                              "cluster_flip<0>": "labelling.cu"})
+        print("SASS instructions (static):", counts)
+        for c in cases:
+            c["details"]["sass_instructions"] = counts
     if not args.no_write:
         path = write_results("sim", backend.device_name, cases, out_dir=args.out_dir,
                              slug=device_slug(backend.device_name))
+        if args.commit:  # a copy of the tree without .git (the GPU machine) cannot ask git
+            doc = json.loads(Path(path).read_text())
+            doc["commit"] = args.commit
+            Path(path).write_text(json.dumps(doc, indent=2) + "\n")
         print(f"written to {path}")
     return 0
 

@@ -5,6 +5,7 @@ that follows the same conventions must give the very same spins, masks and obser
 element. Each test runs twice: on the CPU emulator of the kernels (sim/gpu/emulate.py, small lattices,
 no GPU needed) and on a real CUDA device (marked gpu, larger lattices).
 """
+import itertools
 import math
 
 import numpy as np
@@ -78,9 +79,12 @@ METROPOLIS_CASES = {
 def test_metropolis_kernels_match_their_numpy_twin(device):
     from sim.gpu.engine import CudaEngine
     xp = device_xp(device)
-    for dim, L, p in METROPOLIS_CASES[device]:
+    for (dim, L, p), inline in itertools.product(METROPOLIS_CASES[device], (True, False)):
+        if inline is False and (p == 0 or L % 4):
+            continue  # no modified sites, or the one-site-per-thread kernel: one way only
         lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
-        engine = CudaEngine(xp, lattice)
+        engine = CudaEngine(xp, lattice, inline_modified=inline)
+        assert engine.inline_modified == (inline or L % 4 != 0)
         host = random_spins((L,) * dim, seed=L)
         spins = xp.asarray(host)
         rng = StreamRNG(xp, 11)
@@ -88,7 +92,7 @@ def test_metropolis_kernels_match_their_numpy_twin(device):
             key = (rng.seed, rng.streams_used)
             host, host_mask = metropolis_twin(lattice, host, T, key)
             spins, mask = engine.metropolis(spins, T, rng, want_mask=step % 2 == 0)
-            where = f"{dim}D L={L} p={p} sweep {step}"
+            where = f"{dim}D L={L} p={p} inline={inline} sweep {step}"
             np.testing.assert_array_equal(to_numpy(spins), host, err_msg=where)
             if step % 2 == 0:
                 np.testing.assert_array_equal(to_numpy(mask), host_mask, err_msg=where)

@@ -62,12 +62,22 @@ def test_independent_across_neighbouring_sites_colours_and_steps():
         assert stats.chisquare(joint).pvalue > 1e-4, name
 
 
-def test_the_active_sites_of_a_group_use_distinct_words():
-    # In a row the active colour alternates: sites 8g + 0/2/4/6 (or 1/3/5/7) take words 0, 1, 2, 3.
+def test_the_active_sites_of_a_group_use_distinct_slots():
+    # In a row the active colour alternates: the 8 active sites of 16 consecutive ones take slots 0..7.
     for parity in (0, 1):
         sites = np.arange(parity, 64, 2)
-        words = (sites & 7) >> 1
-        assert all(sorted(words[(sites >> 3) == g]) == [0, 1, 2, 3] for g in range(8))
+        slots = (sites & 15) >> 1
+        assert all(sorted(slots[(sites >> 4) == g]) == list(range(8)) for g in range(4))
+
+
+def test_metropolis_numbers_are_high_and_low_halves_of_two_calls():
+    key, sites = (5, 9), np.array([0, 3, 17, 30, 31])
+    got = philox.metropolis_uniforms(key, 1, sites)
+    for site, number in zip(sites, got):
+        slot = (site % 16) // 2
+        high = philox.draw(key, philox.TAG_METROPOLIS + 1, site // 16)[slot // 2, 0] >> (16 * (slot % 2)) & 0xFFFF
+        low = philox.draw(key, philox.TAG_METROPOLIS_LOW + 1, site // 16)[slot // 2, 0] >> (16 * (slot % 2)) & 0xFFFF
+        assert number == (int(high) << 16 | int(low))
 
 
 def test_a_detectable_flaw_fails_the_checks():

@@ -266,6 +266,17 @@ inline int atomicMin(int* p, int v)
     *p = std::min(old, v);
     return old;
 }
+inline int atomicCAS(int* p, int compare, int value)
+{
+    emu::maybe_yield();
+    const int old = *p;
+    if (old == compare) *p = value;
+    return old;
+}
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffs(unsigned int x) { return __builtin_ffs((int)x); }
+#define SCHEDULE_POINT() emu::maybe_yield()
+
 template <typename T>
 T atomicAdd(T* p, T v)
 {

@@ -20,6 +20,7 @@ from sim.gpu.philox import split64, threshold32, wolff_seed_site
 from sim.lattice import RewiredLattice
 
 BLOCK_THREADS = 256
+INLINE_MODIFIED_BELOW = 1000  # chunk kernel handles modified sites itself when they are < N/1000
 
 
 def chunk_words(L: int) -> int | None:
@@ -32,15 +33,22 @@ def chunk_words(L: int) -> int | None:
 
 
 class CudaEngine:
-    def __init__(self, xp, lattice: RewiredLattice):
+    def __init__(self, xp, lattice: RewiredLattice, inline_modified: bool | None = None):
         self.xp = xp
         self.lattice = lattice
         self.dim, self.L, self.n = lattice.dim, lattice.L, lattice.n_sites
         self.graph = DeviceGraph(xp, lattice)
         self.words = chunk_words(self.L)
         dim = self.dim
+        n_modified = int(lattice.modified_sites.size)
+        # Few modified sites: the chunk kernel handles them itself. Many: a kernel of their own per colour,
+        # one thread each over coalesced per-colour lists, so the chunk kernel's warps never wait on them.
+        if inline_modified is None:
+            inline_modified = n_modified * INLINE_MODIFIED_BELOW <= self.n
+        self.inline_modified = bool(inline_modified)
         if self.words:
-            metro = f"metropolis_chunks<{dim}, {self.words}>"
+            inline = "true" if self.inline_modified else "false"
+            metro = f"metropolis_chunks<{dim}, {self.words}, {inline}>"
             lattice_sum = f"measure_lattice<{dim}, {self.words}, {BLOCK_THREADS}>"
             per_row = self.L // (4 * self.words)
             bx = min(per_row, 32)
@@ -48,11 +56,21 @@ class CudaEngine:
             self._metro_launch = ((-(-per_row // bx), -(-self.L // by), self.L if dim == 3 else 1), (bx, by))
             self._measure_grid = grid_for(self.n // (4 * self.words), BLOCK_THREADS, 2048)
         else:
+            self.inline_modified = True
             metro = f"metropolis_sites<{dim}>"
             lattice_sum = f"measure_sites<{dim}, {BLOCK_THREADS}>"
             self._metro_launch = ((-(-self.n // BLOCK_THREADS),), (BLOCK_THREADS,))
             self._measure_grid = grid_for(self.n, BLOCK_THREADS, 2048)
-        self._metropolis = get_kernel(xp, "metropolis.cu", metro)
+        names = (metro, "metropolis_modified<0>")
+        self._metropolis = get_kernel(xp, "metropolis.cu", metro, names)
+        self._colour_lists = []
+        if not self.inline_modified:
+            self._metropolis_modified = get_kernel(xp, "metropolis.cu", names[1], names)
+            for adj in lattice.by_colour:
+                count = int(adj.sites.size)
+                arrays = tuple(xp.asarray(a.astype(np.int32) if a.size else np.zeros(1, np.int32))
+                               for a in (adj.sites, adj.offsets, adj.neighbours))
+                self._colour_lists.append((arrays, np.int32(count), (grid_for(count, BLOCK_THREADS, 1 << 30),)))
         names = (lattice_sum, f"measure_rewired<{BLOCK_THREADS}>")
         self._measure_lattice = get_kernel(xp, "measure.cu", names[0], names)
         self._measure_rewired = get_kernel(xp, "measure.cu", names[1], names)
@@ -94,7 +112,7 @@ class CudaEngine:
 
     # ---- updates ------------------------------------------------------------------------------------
     def metropolis(self, spins, T: float, rng, want_mask: bool = True):
-        """One checkerboard sweep (both colours), two launches."""
+        """One checkerboard sweep (both colours): two launches, four when modified sites have their own."""
         spins = self._spins(spins)
         mask = self._mask(spins, want_mask)
         table, regular = self._thresholds(T)
@@ -109,6 +127,12 @@ class CudaEngine:
             else:
                 args = (spins, mask, L, colour, write, *philox, table, *tail)
             self._metropolis(grid, block, args)
+            if self._colour_lists:
+                (sites, offsets, neighbours), count, modified_grid = self._colour_lists[int(colour)]
+                if count:
+                    self._metropolis_modified(modified_grid, (BLOCK_THREADS,),
+                                              (spins, mask, colour, write, *philox, table, sites, offsets,
+                                               neighbours, count))
         return spins, (mask if want_mask else None)
 
     def wolff(self, spins, T: float, rng, want_mask: bool = True):

@@ -16,8 +16,9 @@ W0, W1 = 0x9E3779B9, 0xBB67AE85
 ROUNDS = 10
 
 # Tags separate the random numbers one update draws for different purposes.
-TAG_METROPOLIS = 0      # + colour (0 or 1): one number per site per half-sweep, from group site // 8
-TAG_BOND = 2            # lattice edge (site, axis): word `axis` of the call for `site`
+TAG_METROPOLIS = 0      # + colour: high 16 bits of each site's number (see metropolis_uniforms)
+TAG_METROPOLIS_LOW = 8  # + colour: low 16 bits, drawn by the kernels only when the high halves tie
+TAG_BOND = 2            # lattice edge (site, axis): 2D word 2*(site%2)+axis of call site//2; 3D word axis of site
 TAG_NEW_BOND = 3        # rewired edge j: word 0 of the call for j
 TAG_CLUSTER_FLIP = 4    # Swendsen-Wang: a cluster flips when word 0 of the call for its root is odd
 TAG_WOLFF_SEED = 5      # Wolff: the seed site, from words 0 and 1 of the call for index 0
@@ -69,15 +70,25 @@ def bond_threshold(probability: float) -> int:
 
 
 def metropolis_uniforms(key: tuple[int, int], colour: int, sites: np.ndarray) -> np.ndarray:
-    """The 32-bit number each site of a half-sweep uses: word (site % 8) // 2 of the call for group site // 8."""
+    """The 32-bit number each site of a half-sweep compares with its threshold.
+
+    Site i owns slot j = (i % 16) // 2 of the calls for group i // 16: half j % 2 of word j // 2 of the
+    TAG_METROPOLIS call gives the high 16 bits, the same slot of the TAG_METROPOLIS_LOW call the low 16 bits.
+    """
     sites = np.asarray(sites, dtype=np.int64)
-    groups, first = np.unique(sites >> 3, return_inverse=True)
-    words = draw(key, TAG_METROPOLIS + colour, groups)
-    return words[(sites & 7) >> 1, first]
+    groups, where = np.unique(sites >> 4, return_inverse=True)
+    slot = (sites & 15) >> 1
+    word, half = slot >> 1, (slot & 1).astype(np.uint32) * np.uint32(16)
+    high = (draw(key, TAG_METROPOLIS + colour, groups)[word, where] >> half) & np.uint32(0xFFFF)
+    low = (draw(key, TAG_METROPOLIS_LOW + colour, groups)[word, where] >> half) & np.uint32(0xFFFF)
+    return (high << np.uint32(16)) | low
 
 
 def bond_uniforms(key: tuple[int, int], n_sites: int, dim: int) -> np.ndarray:
     """(n_sites, dim) uint32: the number deciding lattice edge (site, axis)."""
+    if dim == 2:  # two x-neighbours share a call: word 2 * (site % 2) + axis of call site // 2
+        words = draw(key, TAG_BOND, np.arange((n_sites + 1) // 2))
+        return words.T.reshape(-1, 2)[:n_sites]
     return draw(key, TAG_BOND, np.arange(n_sites))[:dim].T
 
 

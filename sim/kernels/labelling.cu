@@ -4,60 +4,83 @@
 // label-equivalence Swendsen-Wang (Comput. Phys. Commun. 2012).
 //
 // Bonds: a graph edge (i, j) is active when s_i == s_j and its Philox number r < bond_threshold (a 64-bit
-// threshold, 2^32 = always): lattice edge (site, axis) uses word `axis` of the call (site, TAG_BOND), rewired
-// edge j word 0 of (j, TAG_NEW_BOND). Each edge is drawn exactly once, wherever it is examined, so no bond state
-// is stored. Lattice edges removed by rewiring are skipped (rewired.cuh).
+// threshold, 2^32 = always). Lattice edge (site, axis): in 2D word 2*(site % 2) + axis of the call
+// (site / 2, TAG_BOND), so two x-neighbours share a call; in 3D word `axis` of (site, TAG_BOND). Rewired edge j:
+// word 0 of (j, TAG_NEW_BOND). Each edge is drawn exactly once wherever it is examined, so no bond state is
+// stored. Lattice edges removed by rewiring are skipped (rewired.cuh).
 //
 // 1. label_tiles: a block labels one tile of TX*TY*TZ sites in shared memory from the tile's internal lattice
 //    edges; every site gets the global index of the smallest site of its tile component.
 // 2. label_merge: the lattice edges leaving a tile (and the periodic wrap) and the rewired edges are united in
-//    global memory. Labels only ever decrease and always point at a site of the same component; a root is a
-//    site labelled with itself, the smallest site of its component.
+//    global memory.
 // 3. label_compress / wolff_flip / cluster_flip: each site finds its root (and stores it); Wolff flips the
 //    component of a seed site, Swendsen-Wang every component whose root draws an odd word (TAG_CLUSTER_FLIP).
-// Final labels are therefore independent of thread scheduling: the smallest site index of each component.
+//
+// Union-find as in ECL-CC (Jaiganesh & Burtscher, HPDC 2018): a root r has lab[r] == r and every other label
+// points to a smaller site of the same component. Only roots are ever hooked, by atomicCAS(lab[b], b, a) with
+// a < b, so the finds may shorten paths with plain stores (each stored value is an ancestor, and a non-root
+// never becomes a root again). Final labels are the smallest site of each component, whatever the schedule.
 #include "philox.cuh"
 #include "rewired.cuh"
 
-__device__ __forceinline__ bool bond_open(const PhiloxKey key, const unsigned int tag, const unsigned int index,
-                                          const int word, const unsigned long long bond_threshold)
+template <int DIM>
+__device__ __forceinline__ uint4 bond_call(const PhiloxKey key, const int site)
 {
-    if (bond_threshold > 0xFFFFFFFFull) return true;
-    return (unsigned long long)philox_word(philox_draw(key, tag, index), word) < bond_threshold;
+    return philox_draw(key, TAG_BOND, (unsigned int)(DIM == 2 ? site >> 1 : site));
+}
+
+template <int DIM>
+__device__ __forceinline__ unsigned int bond_word(const uint4 call, const int site, const int axis)
+{
+    return philox_word(call, DIM == 2 ? 2 * (site & 1) + axis : axis);
 }
 
 // ---- union-find in shared memory (one tile) ------------------------------------------------------------------
-__device__ __forceinline__ int find_local(const volatile int* lab, int x)
+__device__ __forceinline__ int find_local(volatile int* lab, const int x)
 {
-    int p;
-    while ((p = lab[x]) != x) x = p;
-    return x;
+    int current = lab[x];
+    if (current != x) {
+        int next, previous = x;
+        while (current > (next = lab[current])) {  // pointer jumping: each visited label skips a level
+            SCHEDULE_POINT();
+            lab[previous] = next;
+            previous = current;
+            current = next;
+        }
+    }
+    return current;
 }
 
-__device__ __forceinline__ void unite_local(int* lab, int a, int b)
+__device__ __forceinline__ void unite_local(volatile int* lab, int a, int b)
 {
     while (true) {
         a = find_local(lab, a);
         b = find_local(lab, b);
         if (a == b) return;
-        if (a < b) {
-            const int old = atomicMin(&lab[b], a);
-            if (old == b) return;
-            b = old;
-        } else {
-            const int old = atomicMin(&lab[a], b);
-            if (old == a) return;
-            a = old;
+        if (a > b) {
+            const int t = a;
+            a = b;
+            b = t;
         }
+        const int old = atomicCAS((int*)&lab[b], b, a);  // hook the larger root under the smaller
+        if (old == b) return;
+        b = old;  // b was hooked meanwhile: go on from where it points now
     }
 }
 
-// ---- union-find in global memory (reads bypass L1: other blocks change labels meanwhile) ---------------------
-__device__ __forceinline__ int find_global(const int* lab, int x)
+// ---- union-find in global memory (other blocks change labels meanwhile: loads bypass L1) ---------------------
+__device__ __forceinline__ int find_global(int* lab, const int x)
 {
-    int p;
-    while ((p = __ldcg(lab + x)) != x) x = p;
-    return x;
+    int current = __ldcg(lab + x);
+    if (current != x) {
+        int next, previous = x;
+        while (current > (next = __ldcg(lab + current))) {
+            lab[previous] = next;
+            previous = current;
+            current = next;
+        }
+    }
+    return current;
 }
 
 __device__ __forceinline__ void unite_global(int* lab, int a, int b)
@@ -66,24 +89,35 @@ __device__ __forceinline__ void unite_global(int* lab, int a, int b)
         a = find_global(lab, a);
         b = find_global(lab, b);
         if (a == b) return;
-        if (a < b) {
-            const int old = atomicMin(&lab[b], a);
-            if (old == b) return;
-            b = old;
-        } else {
-            const int old = atomicMin(&lab[a], b);
-            if (old == a) return;
-            a = old;
+        if (a > b) {
+            const int t = a;
+            a = b;
+            b = t;
         }
+        const int old = atomicCAS(&lab[b], b, a);
+        if (old == b) return;
+        b = old;
     }
 }
 
-// After the merge no label changes any more: a plain walk to the root.
-__device__ __forceinline__ int find_root(const int* lab, int x)
+// After the merge only these finds write labels (each an ancestor): the same pointer jumping, plain loads.
+__device__ __forceinline__ int find_root(int* lab, const int x)
 {
-    int p;
-    while ((p = lab[x]) != x) x = p;
-    return x;
+    int current = lab[x];
+    if (current != x) {
+        int next, previous = x;
+        while (current > (next = lab[current])) {
+            lab[previous] = next;
+            previous = current;
+            current = next;
+        }
+    }
+    return current;
+}
+
+__device__ __forceinline__ bool bond_open(const unsigned int word, const unsigned long long bond_threshold)
+{
+    return (unsigned long long)word < bond_threshold;
 }
 
 template <int DIM, int TX, int TY, int TZ, int THREADS>
@@ -94,8 +128,8 @@ __global__ void __launch_bounds__(THREADS) label_tiles(
     const unsigned int* __restrict__ mod_rank, const unsigned char* __restrict__ fwd_intact)
 {
     constexpr int TN = TX * TY * TZ;
-    static_assert(TN % THREADS == 0, "every thread must reach the barriers");
-    __shared__ int lab[TN];
+    static_assert(TX % 2 == 0 && (TN / 2) % THREADS == 0, "every thread must reach the barriers");
+    __shared__ volatile int lab[TN];
     __shared__ signed char tile[TN];
     const Rewired g = {has_modified, mod_bits, mod_rank, nullptr, nullptr, fwd_intact};
     const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
@@ -108,29 +142,38 @@ __global__ void __launch_bounds__(THREADS) label_tiles(
     }
     __syncthreads();
 
-    for (int t = threadIdx.x; t < TN; t += THREADS) {
-        const int tx = t % TX, ty = (t / TX) % TY, tz = t / (TX * TY);
-        const int x = ox + tx, y = oy + ty, z = oz + tz;
-        if (x >= L || y >= L || z >= L) continue;
-        const signed char s = tile[t];
-        // Forward lattice edges that stay inside the tile (axis DIM-1 is x); the rest belong to label_merge.
-        unsigned int like = 0;
-        if (tx + 1 < TX && x + 1 < L && tile[t + 1] == s) like |= 1u << (DIM - 1);
-        if (ty + 1 < TY && y + 1 < L && tile[t + TX] == s) like |= 1u << (DIM - 2);
-        if (DIM == 3 && tz + 1 < TZ && z + 1 < L && tile[t + TX * TY] == s) like |= 1u;
-        if (!like) continue;
-        const int site = (z * L + y) * L + x;
-        like &= intact_forward_edges(g, site, DIM);
-        if (!like) continue;
-        uint4 r = make_uint4(0u, 0u, 0u, 0u);
-        if (bond_threshold <= 0xFFFFFFFFull) r = philox_draw(key, TAG_BOND, (unsigned int)site);
-        const bool always = bond_threshold > 0xFFFFFFFFull;
-        if (((like >> (DIM - 1)) & 1u) && (always || philox_word(r, DIM - 1) < bond_threshold))
-            unite_local(lab, t, t + 1);
-        if (((like >> (DIM - 2)) & 1u) && (always || philox_word(r, DIM - 2) < bond_threshold))
-            unite_local(lab, t, t + TX);
-        if (DIM == 3 && (like & 1u) && (always || r.x < bond_threshold))
-            unite_local(lab, t, t + TX * TY);
+    const bool always = bond_threshold > 0xFFFFFFFFull;
+    for (int q = threadIdx.x; q < TN / 2; q += THREADS) {
+        // two x-neighbours per iteration (TX is even): in 2D they share one Philox call
+        uint4 call = make_uint4(0u, 0u, 0u, 0u);
+        bool drawn = false;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int t = 2 * q + e;
+            const int tx = t % TX, ty = (t / TX) % TY, tz = t / (TX * TY);
+            const int x = ox + tx, y = oy + ty, z = oz + tz;
+            if (x >= L || y >= L || z >= L) continue;
+            const signed char s = tile[t];
+            // forward lattice edges that stay inside the tile (axis DIM-1 is x); the rest belong to label_merge
+            unsigned int like = 0;
+            if (tx + 1 < TX && x + 1 < L && tile[t + 1] == s) like |= 1u << (DIM - 1);
+            if (ty + 1 < TY && y + 1 < L && tile[t + TX] == s) like |= 1u << (DIM - 2);
+            if (DIM == 3 && tz + 1 < TZ && z + 1 < L && tile[t + TX * TY] == s) like |= 1u;
+            if (!like) continue;
+            const int site = (z * L + y) * L + x;
+            like &= intact_forward_edges(g, site, DIM);
+            if (!like) continue;
+            if (!always && (!drawn || DIM == 3)) {
+                call = bond_call<DIM>(key, site);
+                drawn = true;
+            }
+            if (((like >> (DIM - 1)) & 1u) && (always || bond_open(bond_word<DIM>(call, site, DIM - 1), bond_threshold)))
+                unite_local(lab, t, t + 1);
+            if (((like >> (DIM - 2)) & 1u) && (always || bond_open(bond_word<DIM>(call, site, DIM - 2), bond_threshold)))
+                unite_local(lab, t, t + TX);
+            if (DIM == 3 && (like & 1u) && (always || bond_open(bond_word<DIM>(call, site, 0), bond_threshold)))
+                unite_local(lab, t, t + TX * TY);
+        }
     }
     __syncthreads();
 
@@ -158,7 +201,8 @@ __global__ void label_merge(
     if (part == DIM) {
         for (int j = start; j < n_new; j += step) {
             const int u = new_u[j], v = new_v[j];
-            if (spins[u] == spins[v] && bond_open(key, TAG_NEW_BOND, (unsigned int)j, 0, bond_threshold))
+            if (spins[u] != spins[v]) continue;
+            if (bond_threshold > 0xFFFFFFFFull || bond_open(philox_draw(key, TAG_NEW_BOND, (unsigned int)j).x, bond_threshold))
                 unite_global(labels, u, v);
         }
         return;
@@ -186,7 +230,8 @@ __global__ void label_merge(
         const int nb = c == L - 1 ? site - (L - 1) * stride : site + stride;
         if (spins[site] != spins[nb]) continue;
         if (!((intact_forward_edges(g, site, DIM) >> axis) & 1u)) continue;
-        if (bond_open(key, TAG_BOND, (unsigned int)site, axis, bond_threshold)) unite_global(labels, site, nb);
+        if (bond_threshold > 0xFFFFFFFFull || bond_open(bond_word<DIM>(bond_call<DIM>(key, site), site, axis), bond_threshold))
+            unite_global(labels, site, nb);
     }
 }
 

@@ -7,14 +7,17 @@
 // them. Unmodified sites count their unlike neighbours with byte-wise SIMD on 32-bit words: bit 1 of an int8
 // spin is 0 for +1 (0x01) and 1 for -1 (0xFF), so (a ^ b) & 0x02 marks an unlike pair in every byte at once,
 // and the 4 (2D) or 6 (3D) words add up without carries. Left and right neighbours come from funnel shifts of
-// the row's words. A site touched by rewiring takes its field from its explicit adjacency instead (rewired.cuh);
-// flipping a byte between 0x01 and 0xFF is xor 0xFE.
-//
+// the row's words; flipping a byte between 0x01 and 0xFF is xor 0xFE. Sites touched by rewiring (rewired.cuh)
+// are handled off this path: INLINE_MODIFIED loops over the few in the chunk (small p), otherwise they are
+// left alone and metropolis_modified updates them from per-colour lists (thesis 7.1.2), one thread each.
 // metropolis_sites: one thread per site, for L not divisible by 4; the same arithmetic, site by site.
 //
-// Both draw one 32-bit Philox number per site per half-sweep: word (site % 8) / 2 of the call for
-// (site / 8, colour, stream) -- the two colours of 8 consecutive sites of a row use the 4 words between them.
-// A site with k = s*h > 0 flips when r < thresholds[k] (floor(exp(-2k/T) * 2^32)); k <= 0 always flips.
+// Random numbers: each active site needs one 32-bit number r and flips when r < thresholds[k], k = s*h > 0
+// (floor(exp(-2k/T) * 2^32); k <= 0 always flips). Its high 16 bits come from slot j = (site % 16) / 2 of the
+// Philox call (site / 16, TAG_METROPOLIS + colour) -- half j % 2 of word j / 2, so one call serves the 8 sites
+// of one colour among 16 consecutive ones; its low 16 bits come from the same slot of the call with
+// TAG_METROPOLIS_LOW and are drawn only when the high halves of r and the threshold tie (probability 2^-16).
+// The decision is exactly r < threshold for a uniform 32-bit r (sim/gpu/philox.py: metropolis_uniforms).
 #include "philox.cuh"
 #include "rewired.cuh"
 
@@ -41,13 +44,42 @@ __device__ __forceinline__ void store_words(void* p, const unsigned int (&w)[WOR
     }
 }
 
-__device__ __forceinline__ unsigned int regular_threshold(const int k, const unsigned int thr2,
-                                                          const unsigned int thr4, const unsigned int thr6)
+// The high 16 bits of a site's number, from the call for its group of 16.
+__device__ __forceinline__ unsigned int number_high(const uint4 group_call, const int site)
 {
-    return k == 2 ? thr2 : (k == 4 ? thr4 : thr6);
+    const int slot = (site & 15) >> 1;
+    return (philox_word(group_call, slot >> 1) >> (16 * (slot & 1))) & 0xFFFFu;
 }
 
-template <int DIM, int WORDS>
+__device__ __forceinline__ unsigned int number_low(const PhiloxKey key, const int colour, const int site)
+{
+    return number_high(philox_draw(key, TAG_METROPOLIS_LOW + colour, (unsigned int)(site >> 4)), site);
+}
+
+// r < threshold, with r = high:low and the low half drawn only on a tie.
+__device__ __forceinline__ bool number_below(const unsigned int high, const unsigned int threshold,
+                                             const PhiloxKey key, const int colour, const int site)
+{
+    const unsigned int t = threshold >> 16;
+    if (high != t) return high < t;
+    return number_low(key, colour, site) < (threshold & 0xFFFFu);
+}
+
+__device__ __forceinline__ bool modified_site_flips(const Rewired& g, const signed char* spins, const int site,
+                                                    const unsigned int high, const unsigned int* thresholds,
+                                                    const PhiloxKey key, const int colour)
+{
+    const int k = spins[site] * modified_field(g, spins, site);
+    return k <= 0 || number_below(high, thresholds[k], key, colour, site);
+}
+
+// 4 bits -> 4 bytes of 0x00 / 0xFF.
+__device__ __forceinline__ unsigned int spread_bits(const unsigned int four)
+{
+    return ((four * 0x00204081u) & 0x01010101u) * 0xFFu;
+}
+
+template <int DIM, int WORDS, bool INLINE_MODIFIED>
 __global__ void metropolis_chunks(
     signed char* __restrict__ spins, unsigned char* __restrict__ flipped, const int L, const int colour,
     const int write_mask, const unsigned int seed_lo, const unsigned int seed_hi, const unsigned int stream_lo,
@@ -64,17 +96,11 @@ __global__ void metropolis_chunks(
     const int x0 = cx * CHUNK;
     if (x0 >= L || y >= L) return;
 
-    const Rewired g = {has_modified, mod_bits, mod_rank, mod_offsets, mod_neighbours, nullptr};
     const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
     const int row = (z * L + y) * L;
     const int site0 = row + x0;
-
-    // Random words first: they depend on nothing loaded, so the loads below overlap with them.
-    constexpr int GROUPS = CHUNK >= 8 ? CHUNK / 8 : 1;
-    uint4 rnd[GROUPS];
-#pragma unroll
-    for (int i = 0; i < GROUPS; ++i)
-        rnd[i] = philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)((site0 >> 3) + i));
+    // One call covers the chunk's active sites (both for CHUNK = 16; for CHUNK = 4 one word of it is used).
+    const uint4 call = philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site0 >> 4));
 
     unsigned int c[WORDS], up[WORDS], down[WORDS], back[WORDS], front[WORDS];
     load_words<WORDS>(spins + site0, c);
@@ -86,12 +112,16 @@ __global__ void metropolis_chunks(
     }
     const unsigned int left_byte = (unsigned char)spins[row + (x0 == 0 ? L - 1 : x0 - 1)];
     const unsigned int right_byte = (unsigned char)spins[row + (x0 + CHUNK == L ? 0 : x0 + CHUNK)];
-    unsigned int mbits = 0;
-    if (has_modified) mbits = (mod_bits[site0 >> 5] >> (site0 & 31)) & ((1u << CHUNK) - 1u);
+    unsigned int modified = 0;
+    if (has_modified) modified = (mod_bits[site0 >> 5] >> (site0 & 31)) & ((1u << CHUNK) - 1u);
 
-    const int parity = (colour ^ y ^ z) & 1;  // active bytes of every word: parity and parity + 2
+    // Active bytes are parity and parity + 2 of every word; shifting by 8*parity puts them at bytes 0 and 2.
+    const int parity = (colour ^ y ^ z) & 1;
+    const int shift = 8 * parity;
+    const unsigned int t_hi[3] = {thr2 >> 16, thr4 >> 16, thr6 >> 16};
+    unsigned int unlike[WORDS];  // 2 * unlike neighbours in bytes 0 and 2 (after the parity shift)
     unsigned int flips[WORDS];
-    unsigned int any_flip = 0;
+    unsigned int ties = 0;       // bit 2*w + j: the high halves of number and threshold are equal
 #pragma unroll
     for (int w = 0; w < WORDS; ++w) {
         const unsigned int prev = w == 0 ? left_byte << 24 : c[w == 0 ? 0 : w - 1];
@@ -101,32 +131,65 @@ __global__ void metropolis_chunks(
         unsigned int unlike2 = ((c[w] ^ up[w]) & BIT1) + ((c[w] ^ down[w]) & BIT1) + ((c[w] ^ left) & BIT1) +
                                ((c[w] ^ right) & BIT1);
         if constexpr (DIM == 3) unlike2 += ((c[w] ^ back[w]) & BIT1) + ((c[w] ^ front[w]) & BIT1);
-
-        const int site_w = site0 + 4 * w;
-        const uint4 r = rnd[CHUNK >= 8 ? w >> 1 : 0];
-        const bool upper = (site_w >> 2) & 1;  // which half of its group of 8 this word is
+        unlike[w] = unlike2 >> shift;
+        // the word of the call holding this word's two slots
+        const unsigned int r = WORDS == 1 ? philox_word(call, (site0 >> 2) & 3) : philox_word(call, w);
         unsigned int f = 0;
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-            const int b = parity + 2 * j;
-            const unsigned int number = upper ? (j ? r.w : r.z) : (j ? r.y : r.x);
-            int k;
-            unsigned int threshold;
-            if (!((mbits >> (4 * w + b)) & 1u)) {
-                const int unlike = (unlike2 >> (8 * b + 1)) & 0xF;
-                k = 2 * DIM - 2 * unlike;
-                threshold = regular_threshold(k, thr2, thr4, thr6);
-            } else {
-                const int s = (signed char)(c[w] >> (8 * b));
-                k = s * modified_field(g, spins, site_w + b);
-                threshold = k > 0 ? thresholds[k] : 0u;
-            }
-            if (k <= 0 || number < threshold) f |= 0xFEu << (8 * b);
+            const int k = 2 * DIM - (int)((unlike[w] >> (16 * j)) & 0xFFu);  // like - unlike neighbours
+            const unsigned int high = (r >> (16 * j)) & 0xFFFFu;
+            const unsigned int t = DIM == 2 ? (k == 4 ? t_hi[1] : t_hi[0]) : (k <= 2 ? t_hi[0] : (k == 4 ? t_hi[1] : t_hi[2]));
+            if (k <= 0 || high < t) f |= 0xFEu << (16 * j);
+            if (k > 0 && high == t) ties |= 1u << (2 * w + j);
         }
-        flips[w] = f;
-        any_flip |= f;
+        flips[w] = f << shift;
+    }
+    if (ties) {  // probability ~ 2^-16 per site: decide those on the low halves, from one more call
+        const uint4 low_call = philox_draw(key, TAG_METROPOLIS_LOW + colour, (unsigned int)(site0 >> 4));
+#pragma unroll
+        for (int w = 0; w < WORDS; ++w) {
+            const unsigned int r = WORDS == 1 ? philox_word(low_call, (site0 >> 2) & 3) : philox_word(low_call, w);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                if (!((ties >> (2 * w + j)) & 1u)) continue;
+                const int k = 2 * DIM - (int)((unlike[w] >> (16 * j)) & 0xFFu);
+                const unsigned int full = k == 2 ? thr2 : (k == 4 ? thr4 : thr6);
+                const unsigned int byte = 0xFFu << (shift + 16 * j);
+                const bool accept = ((r >> (16 * j)) & 0xFFFFu) < (full & 0xFFFFu);
+                flips[w] = (flips[w] & ~byte) | (accept ? 0xFEu << (shift + 16 * j) : 0u);
+            }
+        }
     }
 
+    const unsigned int mine = modified & ((CHUNK == 4 ? 0x5u : 0x5555u) << parity);
+    if (mine) {
+        if constexpr (INLINE_MODIFIED) {
+            const Rewired g = {has_modified, mod_bits, mod_rank, mod_offsets, mod_neighbours, nullptr};
+            unsigned int todo = mine;
+            while (todo) {
+                const int pos = __ffs(todo) - 1;
+                todo &= todo - 1;
+                const int site = site0 + pos;
+                const bool accept = modified_site_flips(g, spins, site, number_high(call, site), thresholds, key,
+                                                        colour);
+#pragma unroll
+                for (int w = 0; w < WORDS; ++w) {
+                    if (w == pos >> 2) {
+                        const unsigned int byte = 0xFFu << (8 * (pos & 3));
+                        flips[w] = (flips[w] & ~byte) | (accept ? 0xFEu << (8 * (pos & 3)) : 0u);
+                    }
+                }
+            }
+        } else {
+#pragma unroll
+            for (int w = 0; w < WORDS; ++w) flips[w] &= ~spread_bits((mine >> (4 * w)) & 0xFu);
+        }
+    }
+
+    unsigned int any_flip = 0;
+#pragma unroll
+    for (int w = 0; w < WORDS; ++w) any_flip |= flips[w];
     if (any_flip) {
         unsigned int out[WORDS];
 #pragma unroll
@@ -145,6 +208,29 @@ __global__ void metropolis_chunks(
         }
         store_words<WORDS>(flipped + site0, m);
     }
+}
+
+// The modified sites of one colour, one thread each, from that colour's CSR lists (run after metropolis_chunks
+// without INLINE_MODIFIED, which leaves these sites alone).
+template <int UNUSED>
+__global__ void metropolis_modified(
+    signed char* __restrict__ spins, unsigned char* __restrict__ flipped, const int colour, const int write_mask,
+    const unsigned int seed_lo, const unsigned int seed_hi, const unsigned int stream_lo,
+    const unsigned int stream_hi, const unsigned int* __restrict__ thresholds, const int* __restrict__ sites,
+    const int* __restrict__ offsets, const int* __restrict__ neighbours, const int count)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
+    const int site = sites[i];
+    const int s = spins[site];
+    int h = 0;
+    for (int j = offsets[i]; j < offsets[i + 1]; ++j) h += spins[neighbours[j]];
+    const int k = s * h;
+    const unsigned int high = number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)), site);
+    const bool flip = k <= 0 || number_below(high, thresholds[k], key, colour, site);
+    if (flip) spins[site] = (signed char)(-s);
+    if (write_mask) flipped[site] = colour == 0 ? (unsigned char)flip : (unsigned char)(flipped[site] | flip);
 }
 
 template <int DIM>
@@ -178,9 +264,8 @@ __global__ void metropolis_sites(
             h += spins[site + (z == 0 ? L - 1 : -1) * L * L] + spins[site + (z == L - 1 ? 1 - L : 1) * L * L];
     }
     const int k = s * h;
-    const uint4 r = philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 3));
-    const unsigned int number = philox_word(r, (site & 7) >> 1);
-    const bool flip = k <= 0 || number < thresholds[k];
+    const unsigned int high = number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)), site);
+    const bool flip = k <= 0 || number_below(high, thresholds[k], key, colour, site);
     if (flip) spins[site] = (signed char)(-s);
     if (write_mask) flipped[site] = colour == 0 ? (unsigned char)flip : (unsigned char)(flipped[site] | flip);
 }

@@ -4,12 +4,18 @@
 // Host twin and counter conventions: sim/gpu/philox.py (keep the tags in step with it).
 #pragma once
 
+// A point where the CPU emulator (sim/gpu/cuda_emulator.h) may switch threads; nothing on the GPU.
+#ifndef SCHEDULE_POINT
+#define SCHEDULE_POINT()
+#endif
+
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
 #define PHILOX_W0 0x9E3779B9u
 #define PHILOX_W1 0xBB67AE85u
 
-#define TAG_METROPOLIS 0u     // + colour
+#define TAG_METROPOLIS 0u     // + colour: high 16 bits of the sites' numbers
+#define TAG_METROPOLIS_LOW 8u // + colour: low 16 bits, drawn only on a tie
 #define TAG_BOND 2u
 #define TAG_NEW_BOND 3u
 #define TAG_CLUSTER_FLIP 4u
