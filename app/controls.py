@@ -8,9 +8,10 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from app import scales
+from sim.params import ALGORITHMS as MODEL_ALGORITHMS
 
 L_PRESETS = {2: (64, 128, 256, 512, 1024, 2048, 4096), 3: (16, 32, 64, 128, 256)}
-ALGORITHMS = ("metropolis", "wolff", "hybrid")
+ALGORITHMS = (*MODEL_ALGORITHMS, "hybrid")   # hybrid: m Metropolis sweeps then w Wolff flips
 
 
 def _slider(maximum: int, name: str) -> QtWidgets.QSlider:

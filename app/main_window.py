@@ -18,7 +18,7 @@ from vispy import scene
 
 from app import files, spectral_panel
 from app.controls import ControlsPanel
-from app.qt_compat import protect_none_refcount
+from app.qt_compat import protect_singletons
 from app.session import DEFAULT_T, Session, SimulationParameters, default_L
 from app.settings import Preferences
 from render import palette
@@ -44,7 +44,7 @@ EXPORT_KINDS = {
 class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, parameters: SimulationParameters, preferences: Preferences | None = None,
                  interactive: bool = True):
-        protect_none_refcount()
+        protect_singletons()
         super().__init__()
         self.setWindowTitle("latticelab: rewired Ising model")
         self.prefs = preferences or Preferences(None)
@@ -213,7 +213,8 @@ class MainWindow(QtWidgets.QMainWindow):
         elif geometry is None:
             self.resize(1400, 860)
         state = p.get_bytes("window/state")
-        if state is not None and not self.restoreState(state):
+        self._layout_restored = state is not None and self.restoreState(state)
+        if state is not None and not self._layout_restored:
             p.problems.append("setting window/state is damaged; using the default layout")
         if p.problems:
             self.show_message("; ".join(p.problems), error=True)
@@ -235,6 +236,15 @@ class MainWindow(QtWidgets.QMainWindow):
         p.set("window/geometry", self.saveGeometry())
         p.set("window/state", self.saveState())
         p.sync()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._layout_restored:
+            # default layout: the lattice gets the space; docks start at their useful widths
+            self._layout_restored = True
+            width = self.width()
+            self.resizeDocks([self.control_dock, self.plot_dock], [300, max(320, width // 4)],
+                             QtCore.Qt.Orientation.Horizontal)
 
     def closeEvent(self, event) -> None:
         self.timer.stop()

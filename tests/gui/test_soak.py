@@ -1,0 +1,125 @@
+"""Soak test: two minutes of random use of every control while the simulation runs, switching 2D/3D and
+algorithms. Passes when nothing raises (pytest-qt fails the test on exceptions inside Qt callbacks), the
+window still shows the model's spins exactly, and the resident memory stays bounded."""
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+from gui_helpers import cell_centres_2d, expected_rgb, pixels_at
+
+from app import scales
+from render.upload import encode_state
+
+SOAK_SECONDS = 120
+WARM_UP_SECONDS = 20
+RSS_GROWTH_LIMIT_MB = 120
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _actions(window, rng: random.Random, tmp_path):
+    c = window.controls
+
+    def temperature():
+        c.temperature.setValue(rng.randint(0, scales.TEMPERATURE_STEPS))
+
+    def temperature_box():
+        c.temperature_box.setValue(rng.uniform(0.5, 6.0))
+
+    def p_slider():
+        c.p_slider.setValue(rng.choice([0, rng.randint(1, scales.P_MAX_POSITION - 20)]))
+
+    def p_text():
+        c.p_box.setText(rng.choice(["0", "1e-4", "0.003", "2", "-1", "x", ""]))
+        c.p_box.editingFinished.emit()
+
+    def rewire_dims():
+        c.rewire_dims.setCurrentIndex(rng.randrange(c.rewire_dims.count()))
+
+    def algorithm():
+        c.algorithm.setCurrentIndex(rng.randrange(c.algorithm.count()))
+        c.hybrid_m.setValue(rng.randint(0, 4))
+        c.hybrid_w.setValue(rng.randint(0, 2))
+
+    def dimension():
+        c.dimension.setCurrentIndex(rng.randrange(2))
+
+    def size():
+        c.size.setCurrentText(str(rng.choice([8, 12, 16, 24] if window.model.dim == 2 else [6, 8, 10, 12])))
+        c.size.lineEdit().editingFinished.emit()
+
+    def steps_per_frame():
+        c.steps_per_frame.setValue(rng.randint(1, 20))
+        c.adaptive.setChecked(rng.random() < 0.7)
+
+    def reset():
+        c.seed.setValue(rng.randint(0, 1000))
+        (c.reset_hot if rng.random() < 0.5 else c.reset_cold).click()
+
+    def run_pause():
+        window.run_action.trigger()
+
+    def step():
+        window.step_action.trigger()
+
+    def view_options():
+        rng.choice([c.highlight, c.show_links, c.unfold]).toggle()
+        c.peel.setValue(rng.randint(0, c.peel.maximum()))
+        if rng.random() < 0.2:
+            window.camera_action.trigger()
+
+    def export():
+        window.export_screenshot(tmp_path / "soak.png", rng.choice(["view", "cells", "window"]), confirm=False)
+
+    def save_load():
+        path = window.save_state(tmp_path / "soak.npz", confirm=False)
+        assert path is not None and window.load_state(path), window.last_error
+
+    return [temperature, temperature_box, p_slider, p_text, rewire_dims, algorithm, dimension, size,
+            steps_per_frame, reset, run_pause, step, view_options, export, save_load]
+
+
+@pytest.mark.slow
+def test_random_use_of_every_control_for_two_minutes(make_window, qtbot, tmp_path):
+    window = make_window(dim=2, L=16, T=2.2, running=True)
+    window.prefs.set("params/L2", 16)
+    window.prefs.set("params/L3", 8)
+    window.interactive = False   # a failure must fail the test, not wait in a modal dialog
+    rng = random.Random(2024)
+    actions = _actions(window, rng, tmp_path)
+    done = []
+    start = time.monotonic()
+    baseline = None
+    while time.monotonic() - start < SOAK_SECONDS:
+        action = rng.choice(actions)
+        done.append(action.__name__)
+        action()
+        if rng.random() < 0.3 and not window.running:
+            window.set_running(True)
+        qtbot.wait(rng.randint(5, 120))
+        if baseline is None and time.monotonic() - start > WARM_UP_SECONDS:
+            baseline = rss_mb()
+    final = rss_mb()
+    print(f"soak: {len(done)} actions, final step {window.model.step_count}, RSS {baseline:.0f} -> {final:.0f} MB")
+    assert len(set(done)) == len(actions), f"not every control was used: {sorted(set(done))}"
+    assert final - baseline < RSS_GROWTH_LIMIT_MB, f"RSS grew {final - baseline:.0f} MB ({baseline:.0f} -> {final:.0f})"
+
+    # afterwards the window still works and shows exactly the model's spins
+    window.set_running(False)
+    window.controls.dimension.setCurrentIndex(0)
+    window.controls.highlight.setChecked(True)
+    window.controls.show_links.setChecked(False)
+    window.step_once()
+    L = window.model.L
+    colours = pixels_at(window.capture("view"), window.lattice_view.world_to_canvas(cell_centres_2d(L)))
+    codes = encode_state(np, window.model.spins, window.session.highlight)
+    np.testing.assert_array_equal(colours, expected_rgb(codes))
