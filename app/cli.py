@@ -111,13 +111,25 @@ def run_ising(args) -> int:
     return 0
 
 
-def run_gui(args) -> int:
-    if getattr(args, "gui_unavailable", None):
-        print(f"latticelab: the GUI is not available ({args.gui_unavailable}); running a short headless "
-              "simulation instead", file=sys.stderr)
-        fallback = build_parser().parse_args(["run", "ising", "--L", "128", "--steps", "200"])
-        return run_ising(fallback)
-    return importlib.import_module("app.gui").run_gui(args)
+def _no_display_reason() -> str | None:
+    """Why a window cannot open here (Qt would abort the process rather than raise), or None."""
+    if os.environ.get("QT_QPA_PLATFORM") or sys.platform in ("darwin", "win32"):
+        return None
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return "no display (neither DISPLAY nor WAYLAND_DISPLAY is set)"
+    return None
+
+
+def run_gui(args, *, explicit: bool) -> int:
+    reason = getattr(args, "gui_unavailable", None) or _no_display_reason()
+    if reason is None:
+        return importlib.import_module("app.gui").run_gui(args)
+    if explicit:
+        raise UsageError(f"gui: cannot open a window: {reason}; run under a desktop session or "
+                         "xvfb-run, or use 'latticelab run ising' for headless runs")
+    print(f"latticelab: the GUI cannot start ({reason}); running a short headless simulation instead",
+          file=sys.stderr)
+    return run_ising(build_parser().parse_args(["run", "ising", "--L", "128", "--steps", "200"]))
 
 
 def run_bench(args) -> int:
@@ -144,9 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         if args.command in (None, "gui"):
-            if args.command is None:
+            explicit = args.command == "gui"
+            if not explicit:
                 args = parser.parse_args(["gui", *argv])
-            return run_gui(args)
+            return run_gui(args, explicit=explicit)
         if args.command == "run":
             return run_ising(args)
         return run_bench(args)

@@ -35,3 +35,12 @@ def test_bad_input_exits_2_with_one_line(args, word):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and word in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_without_a_display_the_default_command_runs_headless_and_gui_says_why(monkeypatch):
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    default = subprocess.run([sys.executable, "-m", "app"], capture_output=True, text=True, timeout=300, env=env)
+    assert default.returncode == 0 and "headless" in default.stderr and "energy" in default.stdout
+    gui = subprocess.run([sys.executable, "-m", "app", "gui"], capture_output=True, text=True, timeout=120, env=env)
+    assert gui.returncode == 2 and "no display" in gui.stderr and "Traceback" not in gui.stderr
