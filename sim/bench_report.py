@@ -26,6 +26,9 @@ def median_rate(work, amount: float, repeats: int = 5, warmup: int = 1, sync=lam
 
 
 def git_commit() -> str:
+    """HEAD's short hash; LATTICELAB_COMMIT names it where the tree is a copy without .git (GPU machine)."""
+    if os.environ.get("LATTICELAB_COMMIT"):
+        return os.environ["LATTICELAB_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=os.path.dirname(os.path.abspath(__file__)), timeout=10).stdout.strip() or "unknown"
