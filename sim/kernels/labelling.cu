@@ -16,10 +16,13 @@
 // 3. label_compress / wolff_flip / cluster_flip: each site finds its root (and stores it); Wolff flips the
 //    component of a seed site, Swendsen-Wang every component whose root draws an odd word (TAG_CLUSTER_FLIP).
 //
-// Union-find as in ECL-CC (Jaiganesh & Burtscher, HPDC 2018): a root r has lab[r] == r and every other label
-// points to a smaller site of the same component. Only roots are ever hooked, by atomicCAS(lab[b], b, a) with
-// a < b, so the finds may shorten paths with plain stores (each stored value is an ancestor, and a non-root
-// never becomes a root again). Final labels are the smallest site of each component, whatever the schedule.
+// Union-find with atomicMin hooking (Playne & Hawick): a root r has lab[r] == r, every other label points to a
+// smaller site of the same component, and a union hooks the larger root under the smaller with atomicMin
+// (if the target stopped being a root meanwhile, the loop goes on from whatever it pointed to). No thread
+// shortens paths while unions run: in the tiles, unions come in stages by bond level -- bonds crossing the
+// boundaries of aligned 2-, 4-, 8-, ... site blocks -- and after each stage a barrier-separated pass points
+// every site straight at its root, so the next stage starts from flat trees and finds stay short.
+// Final labels are the smallest site of each component, whatever the schedule.
 #include "philox.cuh"
 #include "rewired.cuh"
 
@@ -36,19 +39,14 @@ __device__ __forceinline__ unsigned int bond_word(const uint4 call, const int si
 }
 
 // ---- union-find in shared memory (one tile) ------------------------------------------------------------------
-__device__ __forceinline__ int find_local(volatile int* lab, const int x)
+__device__ __forceinline__ int find_local(const volatile int* lab, int x)
 {
-    int current = lab[x];
-    if (current != x) {
-        int next, previous = x;
-        while (current > (next = lab[current])) {  // pointer jumping: each visited label skips a level
-            SCHEDULE_POINT();
-            lab[previous] = next;
-            previous = current;
-            current = next;
-        }
+    int p;
+    while ((p = lab[x]) != x) {
+        SCHEDULE_POINT();
+        x = p;
     }
-    return current;
+    return x;
 }
 
 __device__ __forceinline__ void unite_local(volatile int* lab, int a, int b)
@@ -62,25 +60,18 @@ __device__ __forceinline__ void unite_local(volatile int* lab, int a, int b)
             a = b;
             b = t;
         }
-        const int old = atomicCAS((int*)&lab[b], b, a);  // hook the larger root under the smaller
+        const int old = atomicMin((int*)&lab[b], a);  // hook the larger root under the smaller
         if (old == b) return;
-        b = old;  // b was hooked meanwhile: go on from where it points now
+        b = old;  // b had been hooked meanwhile: go on from where it pointed
     }
 }
 
 // ---- union-find in global memory (other blocks change labels meanwhile: loads bypass L1) ---------------------
-__device__ __forceinline__ int find_global(int* lab, const int x)
+__device__ __forceinline__ int find_global(const int* lab, int x)
 {
-    int current = __ldcg(lab + x);
-    if (current != x) {
-        int next, previous = x;
-        while (current > (next = __ldcg(lab + current))) {
-            lab[previous] = next;
-            previous = current;
-            current = next;
-        }
-    }
-    return current;
+    int p;
+    while ((p = __ldcg(lab + x)) != x) x = p;
+    return x;
 }
 
 __device__ __forceinline__ void unite_global(int* lab, int a, int b)
@@ -94,26 +85,31 @@ __device__ __forceinline__ void unite_global(int* lab, int a, int b)
             a = b;
             b = t;
         }
-        const int old = atomicCAS(&lab[b], b, a);
+        const int old = atomicMin(&lab[b], a);
         if (old == b) return;
         b = old;
     }
 }
 
-// After the merge only these finds write labels (each an ancestor): the same pointer jumping, plain loads.
-__device__ __forceinline__ int find_root(int* lab, const int x)
+// After the merge no label changes any more: a plain walk to the root.
+__device__ __forceinline__ int find_root(const int* lab, int x)
 {
-    int current = lab[x];
-    if (current != x) {
-        int next, previous = x;
-        while (current > (next = lab[current])) {
-            lab[previous] = next;
-            previous = current;
-            current = next;
-        }
-    }
-    return current;
+    int p;
+    while ((p = lab[x]) != x) x = p;
+    return x;
 }
+
+// Level of the lattice edge c -> c + 1 inside a tile: the smallest aligned block of 2^(level+1) sites holding both.
+__device__ __forceinline__ int bond_level(const int c) { return __ffs(~c) - 1; }
+
+template <int N>
+struct Log2 {
+    static constexpr int value = 1 + Log2<N / 2>::value;
+};
+template <>
+struct Log2<1> {
+    static constexpr int value = 0;
+};
 
 __device__ __forceinline__ bool bond_open(const unsigned int word, const unsigned long long bond_threshold)
 {
@@ -128,7 +124,9 @@ __global__ void __launch_bounds__(THREADS) label_tiles(
     const unsigned int* __restrict__ mod_rank, const unsigned char* __restrict__ fwd_intact)
 {
     constexpr int TN = TX * TY * TZ;
-    static_assert(TX % 2 == 0 && (TN / 2) % THREADS == 0, "every thread must reach the barriers");
+    constexpr int PER = TN / THREADS;  // sites per thread: pairs of x-neighbours (2q, 2q + 1)
+    static_assert(TX % 2 == 0 && PER % 2 == 0 && PER * THREADS == TN && PER * DIM <= 64, "tile shape");
+    constexpr int LEVELS = Log2<(TX > TY ? (TX > TZ ? TX : TZ) : (TY > TZ ? TY : TZ))>::value;
     __shared__ volatile int lab[TN];
     __shared__ signed char tile[TN];
     const Rewired g = {has_modified, mod_bits, mod_rank, nullptr, nullptr, fwd_intact};
@@ -142,45 +140,59 @@ __global__ void __launch_bounds__(THREADS) label_tiles(
     }
     __syncthreads();
 
+    // Open forward bonds inside the tile of this thread's sites, bit DIM*j + axis (axis DIM-1 is x).
     const bool always = bond_threshold > 0xFFFFFFFFull;
-    for (int q = threadIdx.x; q < TN / 2; q += THREADS) {
-        // two x-neighbours per iteration (TX is even): in 2D they share one Philox call
-        uint4 call = make_uint4(0u, 0u, 0u, 0u);
-        bool drawn = false;
+    unsigned long long open = 0;
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-            const int t = 2 * q + e;
-            const int tx = t % TX, ty = (t / TX) % TY, tz = t / (TX * TY);
-            const int x = ox + tx, y = oy + ty, z = oz + tz;
-            if (x >= L || y >= L || z >= L) continue;
-            const signed char s = tile[t];
-            // forward lattice edges that stay inside the tile (axis DIM-1 is x); the rest belong to label_merge
-            unsigned int like = 0;
-            if (tx + 1 < TX && x + 1 < L && tile[t + 1] == s) like |= 1u << (DIM - 1);
-            if (ty + 1 < TY && y + 1 < L && tile[t + TX] == s) like |= 1u << (DIM - 2);
-            if (DIM == 3 && tz + 1 < TZ && z + 1 < L && tile[t + TX * TY] == s) like |= 1u;
-            if (!like) continue;
-            const int site = (z * L + y) * L + x;
-            like &= intact_forward_edges(g, site, DIM);
-            if (!like) continue;
-            if (!always && (!drawn || DIM == 3)) {
-                call = bond_call<DIM>(key, site);
-                drawn = true;
-            }
-            if (((like >> (DIM - 1)) & 1u) && (always || bond_open(bond_word<DIM>(call, site, DIM - 1), bond_threshold)))
-                unite_local(lab, t, t + 1);
-            if (((like >> (DIM - 2)) & 1u) && (always || bond_open(bond_word<DIM>(call, site, DIM - 2), bond_threshold)))
-                unite_local(lab, t, t + TX);
-            if (DIM == 3 && (like & 1u) && (always || bond_open(bond_word<DIM>(call, site, 0), bond_threshold)))
-                unite_local(lab, t, t + TX * TY);
+    for (int j = 0; j < PER; ++j) {
+        const int t = 2 * (threadIdx.x + (j >> 1) * THREADS) + (j & 1);
+        const int tx = t % TX, ty = (t / TX) % TY, tz = t / (TX * TY);
+        const int x = ox + tx, y = oy + ty, z = oz + tz;
+        if (x >= L || y >= L || z >= L) continue;
+        const signed char s = tile[t];
+        unsigned int like = 0;
+        if (tx + 1 < TX && x + 1 < L && tile[t + 1] == s) like |= 1u << (DIM - 1);
+        if (ty + 1 < TY && y + 1 < L && tile[t + TX] == s) like |= 1u << (DIM - 2);
+        if (DIM == 3 && tz + 1 < TZ && z + 1 < L && tile[t + TX * TY] == s) like |= 1u;
+        if (!like) continue;
+        const int site = (z * L + y) * L + x;
+        like &= intact_forward_edges(g, site, DIM);
+        if (like && !always) {
+            const uint4 call = bond_call<DIM>(key, site);  // in 2D the pair's two sites draw the same call
+#pragma unroll
+            for (int a = 0; a < DIM; ++a)
+                if (!bond_open(bond_word<DIM>(call, site, a), bond_threshold)) like &= ~(1u << a);
         }
+        open |= (unsigned long long)like << (DIM * j);
     }
-    __syncthreads();
+
+    for (int level = 0; level < LEVELS; ++level) {
+        if (open) {
+#pragma unroll
+            for (int j = 0; j < PER; ++j) {
+                const unsigned int mine = (unsigned int)(open >> (DIM * j)) & ((1u << DIM) - 1u);
+                if (!mine) continue;
+                const int t = 2 * (threadIdx.x + (j >> 1) * THREADS) + (j & 1);
+                const int tx = t % TX, ty = (t / TX) % TY, tz = t / (TX * TY);
+                if (((mine >> (DIM - 1)) & 1u) && bond_level(tx) == level) unite_local(lab, t, t + 1);
+                if (((mine >> (DIM - 2)) & 1u) && bond_level(ty) == level) unite_local(lab, t, t + TX);
+                if (DIM == 3 && (mine & 1u) && bond_level(tz) == level) unite_local(lab, t, t + TX * TY);
+            }
+        }
+        __syncthreads();
+        // flatten: no unions run now, so every site can point straight at its root
+#pragma unroll
+        for (int j = 0; j < PER; ++j) {
+            const int t = 2 * (threadIdx.x + (j >> 1) * THREADS) + (j & 1);
+            lab[t] = find_local(lab, t);
+        }
+        __syncthreads();
+    }
 
     for (int t = threadIdx.x; t < TN; t += THREADS) {
         const int x = ox + t % TX, y = oy + (t / TX) % TY, z = oz + t / (TX * TY);
         if (x >= L || y >= L || z >= L) continue;
-        const int root = find_local(lab, t);
+        const int root = lab[t];
         const int rx = ox + root % TX, ry = oy + (root / TX) % TY, rz = oz + root / (TX * TY);
         labels[(z * L + y) * L + x] = (rz * L + ry) * L + rx;
     }
