@@ -40,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--peel", type=int, default=None, help="3D: layers removed from the top of the cube")
     s.add_argument("--unfold", action="store_true", help="3D: show the layers as a zigzag grid")
     s.add_argument("--show-links", action="store_true", help="mark rewired sites and draw the rewired links")
+    s.add_argument("--no-highlight", action="store_true", help="do not highlight the cells flipped in the last step")
     s.add_argument("--window-size", default=None, metavar="WxH", help="window size in pixels, e.g. 1400x860")
     s.add_argument("--quit", action="store_true", help="exit when the steps (and screenshot) are done")
     s.add_argument("--settings", metavar="FILE", default=None, help="keep preferences in this .ini file")
@@ -130,6 +131,8 @@ def run_gui(args) -> int:
         c.unfold.setChecked(True)
     if args.show_links:
         c.show_links.setChecked(True)
+    if args.no_highlight:
+        c.highlight.setChecked(False)
     if args.peel is not None:
         c.peel.setValue(args.peel)
     if size:

@@ -156,6 +156,11 @@ class LatticeView:
             positions = np.column_stack([flat, np.zeros(len(coords))])
         else:
             positions = coords[:, ::-1] + 0.5  # (x, y, z)
+        # in the 3D block the links are seen through the cells: thinner marks keep the cube readable
+        see_through = dim == 3 and self.mode_3d == "cube"
+        colour = palette.LINK[:3] + ((0.45,) if see_through else (palette.LINK[3],))
+        self.links.set_style(colour, 11.0)
+        self.endpoints.set_style(colour, 6.0 if see_through else 11.0)
         self.links.set_positions(positions)
         self.endpoints.set_positions(np.unique(positions, axis=0))
         self._update_link_top()

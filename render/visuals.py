@@ -172,6 +172,11 @@ class LinkGeometryVisual(Visual):
         self.set_gl_state(depth_test=False, blend=True, blend_func=("src_alpha", "one_minus_src_alpha"),
                           line_width=1.5)
 
+    def set_style(self, colour, point_size: float) -> None:
+        self.shared_program["u_colour"] = tuple(colour)
+        self.shared_program["u_point_size"] = float(point_size)
+        self.update()
+
     def set_top(self, top: float) -> None:
         """Hide fragments with z above ``top`` (cell units)."""
         self.shared_program["u_top"] = float(top)
