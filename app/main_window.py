@@ -228,7 +228,7 @@ class MainWindow(QtWidgets.QMainWindow):
         p.set("params/p", params.p)
         p.set("params/rewire_dims", params.rewire_dims)
         p.set("params/algorithm", params.algorithm)
-        p.set("params/seed", params.seed)
+        p.set("params/seed", self.controls.seed.value())   # the seed the next reset will use
         p.set("run/steps_per_frame", self.steps_per_frame)
         p.set("run/adaptive", self.adaptive)
         for key, value in self.controls.view_options().items():

@@ -128,6 +128,7 @@ def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
     window = make_window(dim=2, L=24, T=2.1, settings_file=settings)
     window.controls.show_links.setChecked(True)
     window.controls.steps_per_frame.setValue(7)
+    window.controls.seed.setValue(5)
     window.close()
 
     from app.gui import resolve_parameters
@@ -136,10 +137,10 @@ def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
     args = type("Args", (), dict(dim=None, L=None, T=None, p=None, rewire_dims=None, algorithm=None, seed=None,
                                  backend="numpy", start="hot"))()
     params = resolve_parameters(args, Preferences(store), gpu=False)
-    assert (params.dim, params.L, params.T) == (2, 24, 2.1)
-    again = make_window(settings_file=settings, **params.__dict__)
-    assert again.controls.show_links.isChecked() and again.controls.steps_per_frame.value() == 7
-    again.close()
+    assert (params.dim, params.L, params.T, params.seed) == (2, 24, 2.1, 5)
+    args.T = 1.9                                             # the command line wins over the settings
+    assert resolve_parameters(args, Preferences(store), gpu=False).T == 1.9
+    args.T = None
 
     store.setValue("params/T2", "hot")
     store.setValue("params/L2", "-3")
@@ -148,11 +149,12 @@ def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
     store.sync()
     prefs = Preferences(QtCore.QSettings(str(settings), QtCore.QSettings.Format.IniFormat))
     params = resolve_parameters(args, prefs, gpu=False)
-    assert params.T == 2.25 and params.L == 512             # defaults
+    assert params.T == 2.25 and params.L == 512 and params.seed == 5   # broken ones: defaults; others kept
     assert len(prefs.problems) == 2 and any("params/T2" in p for p in prefs.problems)
-    broken = make_window(settings_file=settings, L=16)
-    assert broken.controls.steps_per_frame.value() == 1
-    assert "run/steps_per_frame" in broken.last_error and "window/geometry" in broken.last_error
+    again = make_window(settings_file=settings, L=16)
+    assert again.controls.show_links.isChecked()                       # kept from the last session
+    assert again.controls.steps_per_frame.value() == 1                 # broken: default
+    assert "run/steps_per_frame" in again.last_error and "window/geometry" in again.last_error
 
 
 def _run_cli(args, cwd):
