@@ -154,9 +154,11 @@ def run_gui(args) -> int:
             window.close()
             qt_app.exit(status["code"])
 
-    if args.steps is not None:
-        QtCore.QTimer.singleShot(0, lambda: window.run_steps(args.steps, then=finish))
-    elif args.screenshot or args.quit:
+    if args.steps is not None or args.quit:
+        # exactly the requested steps from the initial state: no frame may run before the count starts
+        window.set_running(False)
+        QtCore.QTimer.singleShot(0, lambda: window.run_steps(args.steps or 0, then=finish))
+    elif args.screenshot:
         QtCore.QTimer.singleShot(0, finish)
     code = qt_app.exec()
     return status["code"] or code

@@ -396,7 +396,8 @@ class MainWindow(QtWidgets.QMainWindow):
             if self._step_target is not None:
                 limit = min(limit, self._step_target - self.model.step_count)
             if limit > 0:
-                budget = FRAME_BUDGET_S if self.adaptive else None
+                # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
+                budget = FRAME_BUDGET_S if self.adaptive and self._step_target is None else None
                 self._counters["steps"] += self.session.advance(limit, budget)
             self._refresh_lattice()
             if self._step_target is not None and self.model.step_count >= self._step_target:
