@@ -25,7 +25,7 @@ class ControlsPanel(QtWidgets.QWidget):
     temperatureChanged = QtCore.Signal(float)
     rewiringChanged = QtCore.Signal()          # read p / rewire dims with rewiring()
     algorithmChanged = QtCore.Signal(str)
-    geometryChanged = QtCore.Signal(int, int)  # dim, L
+    geometryChanged = QtCore.Signal(int, object)  # dim, L (as typed when it is not a number)
     resetRequested = QtCore.Signal(str)        # "hot" or "cold"
     viewChanged = QtCore.Signal()              # highlight, links, peel or unfold
     stepsPerFrameChanged = QtCore.Signal(int)
@@ -172,10 +172,11 @@ class ControlsPanel(QtWidgets.QWidget):
 
     def _geometry_edited(self) -> None:
         dim = 2 + self.dimension.currentIndex()
+        text = self.size.currentText().strip()
         try:
-            L = int(self.size.currentText())
+            L = int(text)
         except ValueError:
-            L = -1   # the model rejects it with a message naming L
+            L = text   # the model rejects it with a message naming L and quoting the text
         self.geometryChanged.emit(dim, L)
 
     def _peel_moved(self, layers: int) -> None:

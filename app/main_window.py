@@ -271,8 +271,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """Run a model change; a parameter error is shown and the model stays as it was."""
         try:
             change(*args)
-        except (ParameterError, ValueError) as exc:
-            self.show_message(str(exc), error=True)
+        except (ParameterError, ValueError, MemoryError) as exc:
+            text = str(exc) if not isinstance(exc, MemoryError) else "not enough memory for this lattice"
+            self.show_message(text, error=True)
             self.controls.show_parameters(self.session.current_parameters())
             return False
         return True
@@ -325,7 +326,7 @@ class MainWindow(QtWidgets.QMainWindow):
             QtWidgets.QApplication.restoreOverrideCursor()
         self._refresh_lattice()
 
-    def set_geometry(self, dim: int, L: int) -> None:
+    def set_geometry(self, dim: int, L) -> None:
         """Dimension or size changed: a new model, keeping T (per dimension), p, algorithm and seed."""
         current = self.session.current_parameters()
         if (dim, L) == (current.dim, current.L):

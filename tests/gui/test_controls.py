@@ -76,6 +76,9 @@ def test_bad_values_are_reported_and_the_app_keeps_running(make_window, qtbot):
     window.controls.size.lineEdit().editingFinished.emit()
     assert window.last_error.startswith("L:")
     assert window.model is model and window.controls.size.currentText() == "16"
+    window.controls.size.setCurrentText("big")
+    window.controls.size.lineEdit().editingFinished.emit()
+    assert window.last_error.startswith("L:") and "'big'" in window.last_error
     window.controls.p_box.setText("banana")
     window.controls.p_box.editingFinished.emit()
     assert window.last_error.startswith("p:")
