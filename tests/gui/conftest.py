@@ -5,7 +5,6 @@ size) and located through the view's own transforms, so the checks do not depend
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
