@@ -17,6 +17,7 @@ from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
 from render.isosurface import SpectrumIsoView
+from render.plots import one_font_manager
 from render.spectral import ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
 from sim import spectral
 from sim.clusters import cluster_sizes_of_model, size_histogram
@@ -27,10 +28,10 @@ REFRESH_MS = 300
 CPU_CLUSTER_LIMIT = 1 << 21      # sites: above this, cluster sizes on the CPU are left to the user to ask
 ISO_STEPS = 1000
 FOLDER_KEY = "folders/export"    # the window's remembered export folder, shared with screenshots
-EXPORTS = {
-    "npz": ("Spectrum and spherical mean (*.npz)", ".npz"),
-    "spherical-csv": ("Spherical mean (*.csv)", ".csv"),
-    "spectrum-csv": ("Spectrum, one row per mode (*.csv)", ".csv"),
+EXPORTS = {  # kind: (file dialog filter, suffix, button text)
+    "npz": ("Spectrum and spherical mean (*.npz)", ".npz", "Save NPZ…"),
+    "spherical-csv": ("Spherical mean (*.csv)", ".csv", "Save mean CSV…"),
+    "spectrum-csv": ("Spectrum, one row per mode (*.csv)", ".csv", "Save spectrum CSV…"),
 }
 
 
@@ -50,7 +51,9 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self._identity = None
         self._shown_step = None
         self._spectrum_view = None
-        self._build()
+        with one_font_manager():
+            self._build()
+        self.visibilityChanged.connect(self._visibility_changed)
         self.timer = QtCore.QTimer(self, interval=refresh_ms)
         self.timer.timeout.connect(self.refresh)
         self.timer.start()
@@ -99,10 +102,13 @@ class SpectralPanel(QtWidgets.QDockWidget):
         row.addWidget(self.clusters_box)
         row.addWidget(reset)
         row.addStretch(1)
-        for kind, (text, _) in EXPORTS.items():
-            button = QtWidgets.QPushButton(f"Save {text.split(' (')[0].lower()}…", objectName=f"export_{kind}")
+        layout.addLayout(row)
+        row = QtWidgets.QHBoxLayout()  # exports on a row of their own, so the dock stays narrow
+        for kind, (text, _, label) in EXPORTS.items():
+            button = QtWidgets.QPushButton(label, objectName=f"export_{kind}", toolTip=f"Save the {text}")
             button.clicked.connect(lambda _=False, k=kind: self.export_dialog(k))
             row.addWidget(button)
+        row.addStretch(1)
         layout.addLayout(row)
         self.info = QtWidgets.QLabel("", objectName="spectral_info")
         layout.addWidget(self.info)
@@ -129,9 +135,17 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.refresh(force=True)
 
     # ==== updates ===============================================================================
+    def on_screen(self) -> bool:
+        # A dock tabified behind another can still report isVisible(); its visible region is empty.
+        return self.isVisible() and not self.visibleRegion().isEmpty()
+
+    def _visibility_changed(self, visible: bool) -> None:
+        if visible:
+            QtCore.QTimer.singleShot(0, lambda: self.refresh(force=True))
+
     def refresh(self, force: bool = False) -> bool:
-        """Recompute from the model when it moved on (or when forced); returns whether it did."""
-        if not force and not self.isVisible():
+        """Recompute from the model when it moved on (or when forced) while on screen; returns whether it did."""
+        if not self.on_screen():
             return False
         model = self._model()
         if model is None:
@@ -162,7 +176,9 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.main_cell.parent = None
         self.main_cell = self.grid.add_view(row=0, col=0, row_span=2, bgcolor=(0, 0, 0, 1))
         self.main_cell.stretch = (1.4, 1)
-        self._spectrum_view = SpectrumImageView(self.main_cell) if ndim == 2 else SpectrumIsoView(self.main_cell)
+        with one_font_manager():
+            self._spectrum_view = (SpectrumImageView(self.main_cell) if ndim == 2
+                                   else SpectrumIsoView(self.main_cell))
         self._spectrum_ndim = ndim
         self.iso_slider.setEnabled(ndim == 3)
         if ndim == 3:
@@ -268,7 +284,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         return answer == QtWidgets.QMessageBox.StandardButton.Yes
 
     def export_dialog(self, kind: str) -> None:
-        text, suffix = EXPORTS[kind]
+        text, suffix, _ = EXPORTS[kind]
         folder = (self.prefs.get(FOLDER_KEY) if self.prefs is not None else None) or str(Path.cwd())
         name = f"spectrum-{kind}{suffix}"
         path, _ = QtWidgets.QFileDialog.getSaveFileName(

@@ -113,3 +113,20 @@ def test_exports_reload_equal_and_never_overwrite(qtbot, tmp_path):
     second = panel.export("npz", npz)                           # not interactive: a free name, no question
     assert second != npz and second.name == "spec-1.npz"
     assert npz.read_bytes() == before
+
+
+def test_panel_is_idle_behind_the_plots_tab_and_catches_up_when_shown(qtbot):
+    window, panel = open_window(qtbot, dim=2, L=32)
+    window.plot_dock.raise_()
+    qtbot.waitUntil(lambda: not panel.on_screen(), timeout=3000)
+    window.model.step(3)
+    assert not panel.refresh(force=True), "computed while hidden behind the plots tab"
+    panel.raise_()
+    qtbot.waitUntil(lambda: panel._shown_step == window.model.step_count, timeout=3000)
+
+
+def test_panel_leaves_the_lattice_most_of_the_window(qtbot):
+    window, panel = open_window(qtbot, dim=3, L=16)
+    window.resize(1400, 860)
+    qtbot.wait(50)
+    assert panel.minimumSizeHint().width() < 700
