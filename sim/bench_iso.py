@@ -17,13 +17,14 @@ import logging
 import os
 import platform
 import statistics
-import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from sim.backend import select_backend
+from sim.bench_report import git_commit
 from sim.marching_cubes import marching_cubes
 from sim.spectral import fft_magnitude
 
@@ -109,14 +110,6 @@ def time_updates(volume, levels, repeats: int, method: str, show=None) -> tuple[
     return times, faces
 
 
-def _commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def _gpu_tag(device: str) -> str:
     for tag in ("H200", "H100", "A100", "L40S", "L4", "A10", "V100", "T4"):
         if tag in device:
@@ -162,8 +155,8 @@ def run(args, show_factory=None, command: str | None = None) -> dict:
         details["cpu"] = f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical cores"
     case["details"] = details
     return {
-        "command": command or "latticelab bench iso",
-        "commit": args.commit or _commit(),
+        "command": command or " ".join(["latticelab", *sys.argv[1:]]),
+        "commit": args.commit or git_commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "device": backend.device_name,
         "cases": [case],

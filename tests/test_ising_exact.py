@@ -8,7 +8,7 @@ from sim.ising import IsingModel
 BACKENDS = ["numpy", pytest.param("cuda", marks=pytest.mark.gpu)]
 GRAPHS = {"regular 4x4": 0.0, "rewired 4x4": 0.35}
 TEMPERATURES = [1.6, 2.4, 3.5]
-ALGORITHMS = {"metropolis": 12000, "wolff": 12000, "3:1": 12000}
+ALGORITHMS = {"metropolis": 24000, "wolff": 24000, "3:1": 24000}
 
 
 def block_mean_and_error(series: np.ndarray, blocks: int = 20) -> tuple[float, float]:
