@@ -18,6 +18,7 @@ from vispy import scene
 
 from app import files, spectral_panel
 from app.controls import ControlsPanel
+from app.dialogs import confirm_replace
 from app.qt_compat import protect_singletons
 from app.session import DEFAULT_T, Session, SimulationParameters, default_L
 from app.settings import Preferences
@@ -513,7 +514,7 @@ class MainWindow(QtWidgets.QMainWindow):
             path = path.with_name(path.name + ".png")
         if path.exists():
             if confirm:
-                if not self._confirm_replace(path):
+                if not confirm_replace(self, path):
                     self.show_message(f"not exported: {path.name} exists and was kept")
                     return None
             else:
@@ -527,12 +528,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.show_message(f"exported {path}")
         return path
 
-    def _confirm_replace(self, path: Path) -> bool:
-        answer = QtWidgets.QMessageBox.question(
-            self, "Replace file?", f"{path.name} already exists in {path.parent}.\nReplace it?",
-            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
-            QtWidgets.QMessageBox.StandardButton.No)
-        return answer == QtWidgets.QMessageBox.StandardButton.Yes
 
     def _file_dialog(self, title: str, folder_key: str, name: str, filters: list[str], save: bool):
         folder = self.prefs.get(folder_key) or str(Path.cwd())
@@ -557,7 +552,7 @@ class MainWindow(QtWidgets.QMainWindow):
             path = path.with_name(path.name + files.STATE_SUFFIX)
         if path.exists():
             if confirm:
-                if not self._confirm_replace(path):
+                if not confirm_replace(self, path):
                     self.show_message(f"not saved: {path.name} exists and was kept")
                     return None
             else:

@@ -16,6 +16,7 @@ from typing import Callable
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
+from app.dialogs import confirm_replace
 from render.isosurface import SpectrumIsoView
 from render.plots import one_font_manager
 from render.spectral import ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
@@ -258,7 +259,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         overwrite = False
         if path.exists():
             if confirm and self.interactive:
-                if not self._confirm_replace(path):
+                if not confirm_replace(self, path):
                     return None
                 overwrite = True
             else:
@@ -276,12 +277,6 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.info.setText(f"saved {written}")
         return written
 
-    def _confirm_replace(self, path: Path) -> bool:
-        answer = QtWidgets.QMessageBox.question(
-            self, "Replace file?", f"{path.name} already exists in {path.parent}.\nReplace it?",
-            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No,
-            QtWidgets.QMessageBox.StandardButton.No)
-        return answer == QtWidgets.QMessageBox.StandardButton.Yes
 
     def export_dialog(self, kind: str) -> None:
         text, suffix, _ = EXPORTS[kind]
