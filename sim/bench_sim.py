@@ -93,27 +93,23 @@ class Timer:
 
 
 def naive_metropolis(cp, dim: int, L: int, T: float, seed: int = 1):
-    """The naive CuPy reference: checkerboard Metropolis on the regular lattice with whole-array operations,
-    neighbour sums by cupy.roll and a cupy.random array per half-sweep. Returns a function doing one sweep."""
+    """The naive CuPy reference of the issue and of shared/gpu/README.md: one thread per site
+    (sim/kernels/naive_metropolis.cu) and a cupy.random float32 array per half-sweep. Returns a function
+    doing one sweep."""
+    from sim.gpu.kernels import get_kernel
+    kernel = get_kernel(cp, "naive_metropolis.cu", f"naive_metropolis<{dim}>")
     cp.random.seed(seed)
-    state = {"spins": cp.asarray(np.where(np.random.default_rng(seed).random((L,) * dim) < 0.5, 1, -1)
-                                 .astype(np.int8))}
-    colour = (cp.indices((L,) * dim).sum(axis=0) % 2).astype(bool)
-    masks = (~colour, colour)
-    beta = np.float32(1.0 / T)
+    spins = cp.asarray(np.where(np.random.default_rng(seed).random((L,) * dim) < 0.5, 1, -1).astype(np.int8))
+    n = L ** dim
+    grid, block = ((n + 255) // 256,), (256,)
+    beta, side = np.float32(1.0 / T), np.int32(L)
 
     def sweep():
-        s = state["spins"]
-        for mask in masks:
-            h = cp.roll(s, 1, 0) + cp.roll(s, -1, 0)
-            for axis in range(1, dim):
-                h += cp.roll(s, 1, axis) + cp.roll(s, -1, axis)
-            delta = 2 * s * h
-            r = cp.random.random(s.shape, dtype=cp.float32)
-            flip = (r < cp.exp(-beta * delta.astype(cp.float32))) & mask
-            s = cp.where(flip, -s, s)
-        state["spins"] = s
+        for colour in (np.int32(0), np.int32(1)):
+            r = cp.random.random(spins.shape, dtype=cp.float32)
+            kernel(grid, block, (spins, r, beta, side, colour))
 
+    sweep.spins = spins
     return sweep
 
 
