@@ -34,6 +34,15 @@ class CheckerboardMetropolis:
         self.adjacency = colour_adjacency(xp, lattice)
         self.max_degree = lattice.max_degree
         self.field_dtype = xp.int8 if self.max_degree <= 60 else xp.int16
+        self._table_T, self._table = None, None
+
+    def _acceptance(self, T: float):
+        """min(1, exp(-dE/T)) with dE = 2 s h, tabulated for s*h in [-k, k]; rebuilt only when T changes."""
+        if T != self._table_T:
+            k = self.max_degree
+            table = np.minimum(1.0, np.exp(-2.0 * np.arange(-k, k + 1) / T)).astype(np.float32)
+            self._table_T, self._table = T, self.xp.asarray(table)
+        return self._table
 
     def _field(self, spins, colour: int):
         xp = self.xp
@@ -49,8 +58,7 @@ class CheckerboardMetropolis:
         """One sweep (both colours); returns (new spins, mask of flipped sites)."""
         xp = self.xp
         k = self.max_degree
-        # Acceptance min(1, exp(-dE/T)) with dE = 2 s h, tabulated for s*h in [-k, k].
-        table = xp.asarray(np.minimum(1.0, np.exp(-2.0 * np.arange(-k, k + 1) / T)).astype(np.float32))
+        table = self._acceptance(T)
         r = gen.random(spins.shape, dtype=np.float32)
         flipped = None
         for colour in (0, 1):

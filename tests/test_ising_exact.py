@@ -57,3 +57,14 @@ def test_enumeration_sanity_two_spins():
     b = 1 / T
     assert got["energy"] == pytest.approx(-np.tanh(b) / 2)
     assert got["magnetisation"] == pytest.approx(np.exp(b) / (np.exp(b) + np.exp(-b)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("algorithm", ["metropolis", "wolff"])
+def test_temperature_change_mid_run_reaches_the_new_equilibrium(algorithm, backend):
+    model = IsingModel(dim=2, L=4, T=1.6, p=0.35, algorithm=algorithm, seed=31, backend=backend)
+    model.step(200)
+    model.T = 3.5
+    exact = exact_averages(model.edges(), model.n_sites, 3.5)
+    mean, err = block_mean_and_error(sample(model, 16000)["energy"])
+    assert abs(mean - exact["energy"]) < 5 * err + 1e-9, (mean, err, exact["energy"])
