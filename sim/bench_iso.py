@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from sim.backend import select_backend
-from sim.bench_report import git_commit
+from sim.bench_report import device_slug, git_commit
 from sim.marching_cubes import marching_cubes
-from sim.spectral import fft_magnitude
+from sim.spectral import fft_magnitude, free_path
 
 log = logging.getLogger(__name__)
 
@@ -110,22 +110,6 @@ def time_updates(volume, levels, repeats: int, method: str, show=None) -> tuple[
     return times, faces
 
 
-def _gpu_tag(device: str) -> str:
-    for tag in ("H200", "H100", "A100", "L40S", "L4", "A10", "V100", "T4"):
-        if tag in device:
-            return tag
-    return "".join(c for c in device if c.isalnum())[:24] or "cpu"
-
-
-def _free(path: Path) -> Path:
-    if not path.exists():
-        return path
-    i = 1
-    while path.with_name(f"{path.stem}-{i}{path.suffix}").exists():
-        i += 1
-    return path.with_name(f"{path.stem}-{i}{path.suffix}")
-
-
 def run(args, show_factory=None, command: str | None = None) -> dict:
     """Time the updates. ``show_factory(volume) -> hook(mesh)`` (e.g. render/isosurface.py's
     ``make_show_hook``) makes each update also hand its mesh to the renderer and draw a frame."""
@@ -169,8 +153,8 @@ def main(args, show_factory=None, command: str | None = None) -> int:
     except ValueError as exc:
         print(f"latticelab bench iso: {exc}")
         return 2
-    out = Path(args.out) if args.out else Path("bench/results") / f"iso-{_gpu_tag(result['device'])}.json"
-    out = _free(out)
+    out = Path(args.out) if args.out else Path("bench/results") / f"iso-{device_slug(result['device'])}.json"
+    out = free_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     c = result["cases"][0]

@@ -37,7 +37,8 @@ def git_commit() -> str:
 
 
 def device_slug(device: str) -> str:
-    for known in ("H100", "H200", "A100", "L40S", "RTX"):
+    # longer names first where one contains another (L40S / L4, A100 / A10)
+    for known in ("H200", "H100", "A100", "L40S", "L4", "A10", "V100", "T4", "RTX"):
         if known in device:
             return known
     return re.sub(r"[^A-Za-z0-9]+", "-", device).strip("-")[:40] or "device"
