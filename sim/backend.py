@@ -59,10 +59,6 @@ def _cuda() -> tuple[ModuleType | None, str]:
     return _cuda_cache
 
 
-def cuda_available() -> bool:
-    return _cuda()[0] is not None
-
-
 def select_backend(name: str = "auto") -> Backend:
     """Pick the array module: ``auto`` (CuPy when a CUDA device is usable, else NumPy), ``cuda`` or ``numpy``."""
     if not isinstance(name, str) or name not in BACKENDS:
@@ -78,13 +74,6 @@ def select_backend(name: str = "auto") -> Backend:
         backend = Backend(numpy, "numpy", "CPU", f"using NumPy because {detail}")
     log.info("array backend: %s (%s)", backend.name, backend.reason)
     return backend
-
-
-def backend_of(array) -> Backend:
-    """The backend an existing array lives on."""
-    if isinstance(array, numpy.ndarray):
-        return select_backend("numpy")
-    return select_backend("cuda")
 
 
 def to_numpy(array) -> numpy.ndarray:

@@ -172,10 +172,6 @@ class IsingModel:
         self._phase = 0
 
     # ---- dynamics ---------------------------------------------------------------------------
-    @property
-    def next_update(self) -> str:
-        return self._schedule[self._phase]
-
     def step(self, n: int = 1) -> None:
         """Advance n steps: a Metropolis sweep or one Wolff cluster flip each, following the schedule."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
