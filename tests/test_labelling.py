@@ -106,7 +106,7 @@ def test_component_sizes_sum_to_the_lattice():
 
 
 LABEL_CASES = {
-    # tiles are 64 x 64 (2D) and 32 x 16 x 16 (3D): cover one tile, several, partial ones and wrap-only seams
+    # tiles are 32 x 32 (2D) and 32 x 4 x 8 (3D): cover one tile, several, partial ones and wrap-only seams
     "emulator": [(2, 16, 0.0), (2, 70, 0.02), (2, 130, 0.0), (3, 8, 0.05), (3, 18, 0.02), (3, 34, 0.0)],
     "cuda": [(2, 16, 0.0), (2, 70, 0.02), (2, 512, 0.01), (2, 1000, 0.0), (3, 8, 0.05), (3, 34, 0.02),
              (3, 100, 0.01), (3, 64, 0.2)],

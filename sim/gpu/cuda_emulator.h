@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -39,7 +40,7 @@ struct Fiber {
 struct State {
     dim3 grid, block, bid;
     std::vector<Fiber> fibers;
-    std::vector<std::vector<char>> stacks;
+    std::vector<std::unique_ptr<char[]>> stacks;
     std::vector<uint64_t> shuffle;
     int current = -1;
     ucontext_t scheduler;
@@ -139,9 +140,9 @@ inline void run_block()
         Fiber& f = s.fibers[i];
         f.tid = {(unsigned)(i % s.block.x), (unsigned)((i / s.block.x) % s.block.y),
                  (unsigned)(i / (s.block.x * s.block.y))};
-        if (s.stacks[i].size() < stack_size) s.stacks[i].resize(stack_size);
+        if (!s.stacks[i]) s.stacks[i].reset(new char[stack_size]);  // not zero-filled: pages touched as used
         getcontext(&f.context);
-        f.context.uc_stack.ss_sp = s.stacks[i].data();
+        f.context.uc_stack.ss_sp = s.stacks[i].get();
         f.context.uc_stack.ss_size = stack_size;
         f.context.uc_link = nullptr;
         makecontext(&f.context, fiber_main, 0);
@@ -237,6 +238,60 @@ T __shfl_down_sync(unsigned int, T value, unsigned int delta)
     emu::warp_barrier();
     return result;
 }
+
+// Every live lane of the warp posts `bits`; `read(source lane, posted bits)` then runs for each live lane.
+template <typename F>
+void warp_exchange(uint64_t bits, F read)
+{
+    emu::State& s = emu::state();
+    const int me = emu::linear_tid();
+    s.shuffle[me] = bits;
+    emu::warp_barrier();
+    const int w0 = me - me % 32, end = std::min((int)s.fibers.size(), w0 + 32);
+    for (int i = w0; i < end; ++i)
+        if (!s.fibers[i].done) read(i - w0, s.shuffle[i]);
+    emu::warp_barrier();
+}
+
+template <typename T>
+T __shfl_sync(unsigned int, T value, int source_lane, int width = 32)
+{
+    static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    const int lane = emu::linear_tid() % 32, source = lane - lane % width + source_lane % width;
+    T result = value;
+    warp_exchange(bits, [&](int l, uint64_t b) {
+        if (l == source) std::memcpy(&result, &b, sizeof(T));
+    });
+    return result;
+}
+
+template <typename T>
+T __shfl_up_sync(unsigned int, T value, unsigned int delta)
+{
+    static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    const int lane = emu::linear_tid() % 32;
+    T result = value;
+    warp_exchange(bits, [&](int l, uint64_t b) {
+        if (l == lane - (int)delta) std::memcpy(&result, &b, sizeof(T));
+    });
+    return result;
+}
+
+inline unsigned int __ballot_sync(unsigned int mask, int predicate)
+{
+    unsigned int votes = 0;
+    warp_exchange(predicate != 0, [&](int l, uint64_t b) {
+        if (b) votes |= 1u << l;
+    });
+    return votes & mask;
+}
+
+inline int __clz(unsigned int x) { return x ? __builtin_clz(x) : 32; }
+inline int __clz(int x) { return __clz((unsigned int)x); }
 
 inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((uint64_t)a * b) >> 32); }
 inline int __popc(unsigned int x) { return __builtin_popcount(x); }

@@ -17,9 +17,8 @@ from sim.gpu.philox import bond_threshold, split64
 from sim.lattice import RewiredLattice
 
 THREADS = 256
-TILE_THREADS = 512
-# Tile shapes (x, y, z) for the shared-memory phase: 4096 sites in 2D, 8192 in 3D (40 KiB of shared memory).
-TILES = {2: (64, 64, 1), 3: (32, 16, 16)}
+# Tile shapes (x, y, z) of label_tiles: one site per thread, one warp per row of 32 sites (x is fixed at 32).
+TILES = {2: (32, 32, 1), 3: (32, 4, 8)}
 
 
 def grid_for(n: int, threads: int = THREADS, cap: int = 4096) -> int:
@@ -29,15 +28,18 @@ def grid_for(n: int, threads: int = THREADS, cap: int = 4096) -> int:
 class Labeller:
     """Labels the bond graph of one lattice; keeps the int32 label array between calls."""
 
-    def __init__(self, xp, lattice: RewiredLattice, graph: DeviceGraph | None = None):
+    def __init__(self, xp, lattice: RewiredLattice, graph: DeviceGraph | None = None,
+                 tile: tuple[int, int, int] | None = None):
         self.xp = xp
         self.lattice = lattice
         self.dim, self.L, self.n = lattice.dim, lattice.L, lattice.n_sites
         self.graph = graph if graph is not None else DeviceGraph(xp, lattice)
-        tx, ty, tz = TILES[self.dim]
+        tx, ty, tz = tile if tile is not None else TILES[self.dim]
+        if tx != 32 or ty < 1 or tz < 1 or (self.dim == 2 and tz != 1) or tx * ty * tz > 1024:
+            raise ValueError(f"tile: expected (32, TY, TZ) with TZ = 1 in 2D and at most 1024 sites; got {tile}")
         self.tile = (tx, ty, tz)
-        names = (f"label_tiles<{self.dim}, {tx}, {ty}, {tz}, {TILE_THREADS}>",
-                 f"label_merge<{self.dim}, {tx}, {ty}, {tz}>",
+        self.tile_threads = tx * ty * tz
+        names = (f"label_tiles<{self.dim}, {ty}, {tz}>", f"label_merge<{self.dim}, {ty}, {tz}>",
                  "label_compress<0>", "wolff_flip<0>", "cluster_flip<0>")
         self.kernels = {name.split("<")[0]: get_kernel(xp, "labelling.cu", name, names) for name in names}
         L = self.L
@@ -55,7 +57,7 @@ class Labeller:
         threshold = np.uint64(bond_threshold(bond_probability))
         philox = (np.uint32(seed_lo), np.uint32(seed_hi), np.uint32(stream_lo), np.uint32(stream_hi))
         L = np.int32(self.L)
-        self.kernels["label_tiles"](self.tile_grid, (TILE_THREADS,),
+        self.kernels["label_tiles"](self.tile_grid, (self.tile_threads,),
                                     (spins, self.labels, L, *philox, threshold, g.has_modified,
                                      g.mod_bits, g.mod_rank, g.fwd_intact))
         self.kernels["label_merge"](self.merge_grid, (THREADS,),

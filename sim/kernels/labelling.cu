@@ -1,7 +1,8 @@
 // Connected-component labelling of the random bond graph of the rewired Ising model, and the cluster updates
 // built on it (Wolff, Swendsen-Wang). Union-find with atomicMin hooking, in two levels as in Playne & Hawick,
 // "A new algorithm for parallel connected-component labelling on GPUs" (IEEE TPDS 2018), after Komura & Okabe's
-// label-equivalence Swendsen-Wang (Comput. Phys. Commun. 2012).
+// label-equivalence Swendsen-Wang (Comput. Phys. Commun. 2012); x-runs from warp ballots as in the block-based
+// union-find of Allegretti, Bolelli & Grana (IEEE TPDS 2020).
 //
 // Bonds: a graph edge (i, j) is active when s_i == s_j and its Philox number r < bond_threshold (a 64-bit
 // threshold, 2^32 = always). Lattice edge (site, axis): in 2D word 2*(site % 2) + axis of the call
@@ -9,22 +10,25 @@
 // word 0 of (j, TAG_NEW_BOND). Each edge is drawn exactly once wherever it is examined, so no bond state is
 // stored. Lattice edges removed by rewiring are skipped (rewired.cuh).
 //
-// 1. label_tiles: a block labels one tile of TX*TY*TZ sites in shared memory from the tile's internal lattice
-//    edges; every site gets the global index of the smallest site of its tile component.
+// 1. label_tiles: a block labels one tile of 32 x TY (x TZ) sites, one site per thread, one warp per tile row.
+//    x-bonds come from a ballot over the row: a run of x-bonded sites is labelled by its first site without
+//    any atomics. Vertical (y, z) bonds unite runs in a shared-memory union-find, one union per pair of
+//    overlapping runs (the leftmost open vertical bond where they overlap). Every site then gets the global
+//    index of the smallest site of its tile component.
 // 2. label_merge: the lattice edges leaving a tile (and the periodic wrap) and the rewired edges are united in
-//    global memory.
+//    global memory; a face bond is skipped when the bond beside it joins the same two tile components.
 // 3. label_compress / wolff_flip / cluster_flip: each site finds its root (and stores it); Wolff flips the
 //    component of a seed site, Swendsen-Wang every component whose root draws an odd word (TAG_CLUSTER_FLIP).
 //
 // Union-find with atomicMin hooking (Playne & Hawick): a root r has lab[r] == r, every other label points to a
 // smaller site of the same component, and a union hooks the larger root under the smaller with atomicMin
 // (if the target stopped being a root meanwhile, the loop goes on from whatever it pointed to). No thread
-// shortens paths while unions run: in the tiles, unions come in stages by bond level -- bonds crossing the
-// boundaries of aligned 2-, 4-, 8-, ... site blocks -- and after each stage a barrier-separated pass points
-// every site straight at its root, so the next stage starts from flat trees and finds stay short.
-// Final labels are the smallest site of each component, whatever the schedule.
+// shortens paths while unions run. Final labels are the smallest site of each component, whatever the schedule.
 #include "philox.cuh"
 #include "rewired.cuh"
+
+#define FULL_WARP 0xFFFFFFFFu
+#define TILE_X 32  // tiles are one warp wide
 
 template <int DIM>
 __device__ __forceinline__ uint4 bond_call(const PhiloxKey key, const int site)
@@ -36,6 +40,11 @@ template <int DIM>
 __device__ __forceinline__ unsigned int bond_word(const uint4 call, const int site, const int axis)
 {
     return philox_word(call, DIM == 2 ? 2 * (site & 1) + axis : axis);
+}
+
+__device__ __forceinline__ bool bond_open(const unsigned int word, const unsigned long long bond_threshold)
+{
+    return (unsigned long long)word < bond_threshold;
 }
 
 // ---- union-find in shared memory (one tile) ------------------------------------------------------------------
@@ -99,106 +108,79 @@ __device__ __forceinline__ int find_root(const int* lab, int x)
     return x;
 }
 
-// Level of the lattice edge c -> c + 1 inside a tile: the smallest aligned block of 2^(level+1) sites holding both.
-__device__ __forceinline__ int bond_level(const int c) { return __ffs(~c) - 1; }
-
-template <int N>
-struct Log2 {
-    static constexpr int value = 1 + Log2<N / 2>::value;
-};
-template <>
-struct Log2<1> {
-    static constexpr int value = 0;
-};
-
-__device__ __forceinline__ bool bond_open(const unsigned int word, const unsigned long long bond_threshold)
+// First lane of the x-run holding `lane`, given the row's x-bond ballot (bit l: bond l -> l + 1 open).
+__device__ __forceinline__ int run_start(const unsigned int xbonds, const int lane)
 {
-    return (unsigned long long)word < bond_threshold;
+    const unsigned int starts = ~(xbonds << 1);  // lane l starts a run unless bond l-1 -> l is open
+    return 31 - __clz(starts & (FULL_WARP >> (31 - lane)));
 }
 
-template <int DIM, int TX, int TY, int TZ, int THREADS>
-__global__ void __launch_bounds__(THREADS) label_tiles(
+template <int DIM, int TY, int TZ>
+__global__ void __launch_bounds__(TILE_X * TY * TZ) label_tiles(
     const signed char* __restrict__ spins, int* __restrict__ labels, const int L, const unsigned int seed_lo,
     const unsigned int seed_hi, const unsigned int stream_lo, const unsigned int stream_hi,
     const unsigned long long bond_threshold, const int has_modified, const unsigned int* __restrict__ mod_bits,
     const unsigned int* __restrict__ mod_rank, const unsigned char* __restrict__ fwd_intact)
 {
-    constexpr int TN = TX * TY * TZ;
-    constexpr int PER = TN / THREADS;  // sites per thread: pairs of x-neighbours (2q, 2q + 1)
-    static_assert(TX % 2 == 0 && PER % 2 == 0 && PER * THREADS == TN && PER * DIM <= 64, "tile shape");
-    constexpr int LEVELS = Log2<(TX > TY ? (TX > TZ ? TX : TZ) : (TY > TZ ? TY : TZ))>::value;
-    __shared__ volatile int lab[TN];
-    __shared__ signed char tile[TN];
+    constexpr int ROWS = TY * TZ, TN = TILE_X * ROWS;
+    static_assert((DIM == 2 && TZ == 1) || DIM == 3, "2D tiles have TZ = 1");
+    __shared__ volatile int lab[TN];           // union-find over the tile's sites (only run starts take part)
+    __shared__ unsigned int row_xbonds[ROWS];  // each row's x-bond ballot
     const Rewired g = {has_modified, mod_bits, mod_rank, nullptr, nullptr, fwd_intact};
     const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
-    const int ox = blockIdx.x * TX, oy = blockIdx.y * TY, oz = DIM == 3 ? (int)blockIdx.z * TZ : 0;
+    const int t = threadIdx.x, lane = t % TILE_X, row = t / TILE_X, ty = row % TY, tz = row / TY;
+    const int x = blockIdx.x * TILE_X + lane, y = blockIdx.y * TY + ty, z = DIM == 3 ? blockIdx.z * TZ + tz : 0;
+    const bool inside = x < L && y < L && z < L;
+    const int site = (z * L + y) * L + x;
+    const int s = inside ? spins[site] : 0;
+    const int right = __shfl_down_sync(FULL_WARP, s, 1);
 
-    for (int t = threadIdx.x; t < TN; t += THREADS) {
-        const int x = ox + t % TX, y = oy + (t / TX) % TY, z = oz + t / (TX * TY);
-        tile[t] = (x < L && y < L && z < L) ? spins[(z * L + y) * L + x] : 0;
-        lab[t] = t;
+    // Open forward bonds inside the tile, bit `axis` (axis DIM-1 is x).
+    unsigned int open = 0;
+    if (inside) {
+        if (lane + 1 < TILE_X && x + 1 < L && right == s) open |= 1u << (DIM - 1);
+        if (ty + 1 < TY && y + 1 < L && spins[site + L] == s) open |= 1u << (DIM - 2);
+        if (DIM == 3 && tz + 1 < TZ && z + 1 < L && spins[site + L * L] == s) open |= 1u;
+        if (open) open &= intact_forward_edges(g, site, DIM);
+        if (open && bond_threshold <= 0xFFFFFFFFull) {
+            const uint4 call = bond_call<DIM>(key, site);
+#pragma unroll
+            for (int a = 0; a < DIM; ++a)
+                if (!bond_open(bond_word<DIM>(call, site, a), bond_threshold)) open &= ~(1u << a);
+        }
+    }
+    const unsigned int xbonds = __ballot_sync(FULL_WARP, (open >> (DIM - 1)) & 1u);
+    const int start = run_start(xbonds, lane);
+    lab[t] = t;
+    if (lane == 0) row_xbonds[row] = xbonds;
+    __syncthreads();
+
+    // Vertical bonds: the runs above and below overlap from max(their starts) to here; only the leftmost
+    // open vertical bond of that overlap unites them, the others would find them united already.
+#pragma unroll
+    for (int a = 0; a < DIM - 1; ++a) {  // a == DIM-2: y; a == 0 in 3D: z
+        const bool up = (open >> a) & 1u;
+        const unsigned int vertical = __ballot_sync(FULL_WARP, up);
+        if (up) {
+            const int other = row + (a == DIM - 2 ? 1 : TY);
+            const int other_start = run_start(row_xbonds[other], lane);
+            const int overlap = max(start, other_start);
+            const unsigned int before = (1u << lane) - (1u << overlap);  // lanes overlap .. lane-1
+            if (!(vertical & before)) unite_local(lab, row * TILE_X + start, other * TILE_X + other_start);
+        }
     }
     __syncthreads();
 
-    // Open forward bonds inside the tile of this thread's sites, bit DIM*j + axis (axis DIM-1 is x).
-    const bool always = bond_threshold > 0xFFFFFFFFull;
-    unsigned long long open = 0;
-#pragma unroll
-    for (int j = 0; j < PER; ++j) {
-        const int t = 2 * (threadIdx.x + (j >> 1) * THREADS) + (j & 1);
-        const int tx = t % TX, ty = (t / TX) % TY, tz = t / (TX * TY);
-        const int x = ox + tx, y = oy + ty, z = oz + tz;
-        if (x >= L || y >= L || z >= L) continue;
-        const signed char s = tile[t];
-        unsigned int like = 0;
-        if (tx + 1 < TX && x + 1 < L && tile[t + 1] == s) like |= 1u << (DIM - 1);
-        if (ty + 1 < TY && y + 1 < L && tile[t + TX] == s) like |= 1u << (DIM - 2);
-        if (DIM == 3 && tz + 1 < TZ && z + 1 < L && tile[t + TX * TY] == s) like |= 1u;
-        if (!like) continue;
-        const int site = (z * L + y) * L + x;
-        like &= intact_forward_edges(g, site, DIM);
-        if (like && !always) {
-            const uint4 call = bond_call<DIM>(key, site);  // in 2D the pair's two sites draw the same call
-#pragma unroll
-            for (int a = 0; a < DIM; ++a)
-                if (!bond_open(bond_word<DIM>(call, site, a), bond_threshold)) like &= ~(1u << a);
-        }
-        open |= (unsigned long long)like << (DIM * j);
-    }
-
-    for (int level = 0; level < LEVELS; ++level) {
-        if (open) {
-#pragma unroll
-            for (int j = 0; j < PER; ++j) {
-                const unsigned int mine = (unsigned int)(open >> (DIM * j)) & ((1u << DIM) - 1u);
-                if (!mine) continue;
-                const int t = 2 * (threadIdx.x + (j >> 1) * THREADS) + (j & 1);
-                const int tx = t % TX, ty = (t / TX) % TY, tz = t / (TX * TY);
-                if (((mine >> (DIM - 1)) & 1u) && bond_level(tx) == level) unite_local(lab, t, t + 1);
-                if (((mine >> (DIM - 2)) & 1u) && bond_level(ty) == level) unite_local(lab, t, t + TX);
-                if (DIM == 3 && (mine & 1u) && bond_level(tz) == level) unite_local(lab, t, t + TX * TY);
-            }
-        }
-        __syncthreads();
-        // flatten: no unions run now, so every site can point straight at its root
-#pragma unroll
-        for (int j = 0; j < PER; ++j) {
-            const int t = 2 * (threadIdx.x + (j >> 1) * THREADS) + (j & 1);
-            lab[t] = find_local(lab, t);
-        }
-        __syncthreads();
-    }
-
-    for (int t = threadIdx.x; t < TN; t += THREADS) {
-        const int x = ox + t % TX, y = oy + (t / TX) % TY, z = oz + t / (TX * TY);
-        if (x >= L || y >= L || z >= L) continue;
-        const int root = lab[t];
-        const int rx = ox + root % TX, ry = oy + (root / TX) % TY, rz = oz + root / (TX * TY);
-        labels[(z * L + y) * L + x] = (rz * L + ry) * L + rx;
+    const int root = find_local(lab, row * TILE_X + start);
+    if (inside) {
+        const int root_row = root / TILE_X;
+        const int rx = blockIdx.x * TILE_X + root % TILE_X, ry = blockIdx.y * TY + root_row % TY;
+        const int rz = DIM == 3 ? blockIdx.z * TZ + root_row / TY : 0;
+        labels[site] = (rz * L + ry) * L + rx;
     }
 }
 
-template <int DIM, int TX, int TY, int TZ>
+template <int DIM, int TY, int TZ>
 __global__ void label_merge(
     const signed char* __restrict__ spins, int* __restrict__ labels, const int L, const unsigned int seed_lo,
     const unsigned int seed_hi, const unsigned int stream_lo, const unsigned int stream_hi,
@@ -209,9 +191,9 @@ __global__ void label_merge(
     const Rewired g = {has_modified, mod_bits, mod_rank, nullptr, nullptr, fwd_intact};
     const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
     const int part = blockIdx.y;  // 0..DIM-1: tile faces normal to that axis; DIM: the rewired edges
-    const int start = blockIdx.x * blockDim.x + threadIdx.x, step = gridDim.x * blockDim.x;
+    const int step = gridDim.x * blockDim.x;
     if (part == DIM) {
-        for (int j = start; j < n_new; j += step) {
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n_new; j += step) {
             const int u = new_u[j], v = new_v[j];
             if (spins[u] != spins[v]) continue;
             if (bond_threshold > 0xFFFFFFFFull || bond_open(philox_draw(key, TAG_NEW_BOND, (unsigned int)j).x, bond_threshold))
@@ -220,30 +202,50 @@ __global__ void label_merge(
         return;
     }
     const int axis = part;
-    const int T = axis == DIM - 1 ? TX : (axis == DIM - 2 ? TY : TZ);
+    const int T = axis == DIM - 1 ? TILE_X : (axis == DIM - 2 ? TY : TZ);
     const int faces = (L + T - 1) / T;  // coordinates T-1, 2T-1, ..., and L-1 (the periodic wrap)
-    const int other = DIM == 3 ? L * L : L;
-    const int count = faces * other;
+    const int rows = DIM == 3 ? L * L : L;
+    const int count = faces * rows;
     const int stride = axis == DIM - 1 ? 1 : (axis == DIM - 2 ? L : L * L);
-    for (int i = start; i < count; i += step) {
-        // i enumerates (face, other coordinates) in C order of the lattice, axis `axis` replaced by the face.
-        int site, c;
-        if (axis == DIM - 1) {            // x faces: i = row * faces + face
-            c = min((i % faces) * T + T - 1, L - 1);
-            site = (i / faces) * L + c;
-        } else if (axis == DIM - 2) {     // y faces: i = (z * faces + face) * L + x
-            const int x = i % L, rest = i / L;
-            c = min((rest % faces) * T + T - 1, L - 1);
-            site = ((rest / faces) * L + c) * L + x;
-        } else {                          // z faces: i = face * L*L + (y * L + x)
-            c = min((i / other) * T + T - 1, L - 1);
-            site = c * other + i % other;
+    const int lane = threadIdx.x % 32;
+    // Whole warps go round the loop together (ballots and shuffles below): blockDim is a multiple of 32.
+    for (int base = blockIdx.x * blockDim.x; base < count; base += step) {
+        const int i = base + threadIdx.x;
+        // Face bond i; bond i-1 lies beside it (one step along x, or along y for x faces) when `beside`.
+        bool open = false, beside = false;
+        int a = 0, b = 0;
+        if (i < count) {
+            int site, c;
+            if (axis == DIM - 1) {            // x faces: i = face * rows + row, rows in C order
+                const int r = i % rows;
+                c = min((i / rows) * T + T - 1, L - 1);
+                site = r * L + c;
+                beside = r % L > 0;
+            } else if (axis == DIM - 2) {     // y faces: i = (z * faces + face) * L + x
+                const int x = i % L, rest = i / L;
+                c = min((rest % faces) * T + T - 1, L - 1);
+                site = ((rest / faces) * L + c) * L + x;
+                beside = x > 0;
+            } else {                          // z faces: i = face * L*L + (y * L + x)
+                c = min((i / rows) * T + T - 1, L - 1);
+                site = c * rows + i % rows;
+                beside = i % L > 0;
+            }
+            const int nb = c == L - 1 ? site - (L - 1) * stride : site + stride;
+            open = spins[site] == spins[nb] && ((intact_forward_edges(g, site, DIM) >> axis) & 1u) &&
+                   (bond_threshold > 0xFFFFFFFFull ||
+                    bond_open(bond_word<DIM>(bond_call<DIM>(key, site), site, axis), bond_threshold));
+            if (open) {
+                a = __ldcg(labels + site);
+                b = __ldcg(labels + nb);
+            }
         }
-        const int nb = c == L - 1 ? site - (L - 1) * stride : site + stride;
-        if (spins[site] != spins[nb]) continue;
-        if (!((intact_forward_edges(g, site, DIM) >> axis) & 1u)) continue;
-        if (bond_threshold > 0xFFFFFFFFull || bond_open(bond_word<DIM>(bond_call<DIM>(key, site), site, axis), bond_threshold))
-            unite_global(labels, site, nb);
+        const unsigned int opens = __ballot_sync(FULL_WARP, open);
+        const int left_a = __shfl_up_sync(FULL_WARP, a, 1), left_b = __shfl_up_sync(FULL_WARP, b, 1);
+        // The bond beside is open and its ends carry our ends' labels (labels only ever point within a
+        // component): it joins the same two components, and it is united unless skipped for the same reason.
+        const bool redundant = lane > 0 && beside && ((opens >> (lane - 1)) & 1u) && left_a == a && left_b == b;
+        if (open && !redundant) unite_global(labels, a, b);
     }
 }
 
