@@ -176,6 +176,13 @@ class IsingModel:
         """Advance n steps: a Metropolis sweep or one Wolff cluster flip each, following the schedule."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
+        sweeps = getattr(self._engine, "metropolis_sweeps", None)
+        if sweeps is not None and n > 1 and self._schedule == ("metropolis",):
+            # the engine runs the n sweeps at once, one rng key per sweep in order: the same trajectory
+            self.spins, self.flipped = sweeps(self.spins, self._T, self._rng, int(n), want_mask=True)
+            self._flipped_count = None
+            self.step_count += int(n)
+            return
         for i in range(int(n)):
             update = getattr(self._engine, self._schedule[self._phase].replace("-", "_"))
             last = i == n - 1

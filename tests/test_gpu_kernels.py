@@ -162,3 +162,97 @@ def test_onsager_energy_at_a_large_lattice():
             energy.append(m.observables()["energy"])
         # 1M spins: the statistical error of the mean is ~1e-5; finite-size effects are far smaller at L=1024.
         assert abs(np.mean(energy) - onsager_energy(T)) < 5e-4, (T, np.mean(energy), onsager_energy(T))
+
+
+MULTISPIN_CASES = {
+    "emulator": [(2, 64, 0.0), (2, 64, 0.1), (2, 128, 0.02), (3, 64, 0.0), (3, 64, 0.01)],
+    "cuda": [(2, 64, 0.1), (2, 512, 0.0), (2, 512, 0.01), (2, 1024, 1e-4), (3, 64, 0.05), (3, 128, 0.002)],
+}
+
+
+def test_packed_layout_round_trip_and_positions():
+    from sim.gpu import multispin
+    for dim, L in ((2, 64), (2, 128), (3, 64)):
+        host = random_spins((L,) * dim, seed=L + dim)
+        words = multispin.pack(host)
+        assert words.dtype == np.uint32 and words.size == host.size // 32
+        np.testing.assert_array_equal(multispin.unpack(words, host.shape), host)
+        positions = multispin.bit_position(np.arange(host.size), dim, L)
+        assert np.array_equal(np.sort(positions), np.arange(host.size))  # a bijection
+        colour = site_colour(np.arange(host.size), dim, L)
+        assert np.all((positions >= host.size // 2) == (colour == 1))  # each colour in its own half
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_multispin_sweeps_match_their_numpy_twin(device):
+    """metropolis_sweeps on packed spins: the twin's spins after every call and the last sweep's mask."""
+    from sim.gpu.engine import CudaEngine
+    xp = device_xp(device)
+    for dim, L, p in MULTISPIN_CASES[device]:
+        lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
+        engine = CudaEngine(xp, lattice)
+        host = random_spins((L,) * dim, seed=L)
+        spins = xp.asarray(host)
+        rng = StreamRNG(xp, 11)
+        for T, n in ((1.0, 2), (2.269, 3), (4.5115, 2), (9.0, 2)):
+            where = f"{dim}D L={L} p={p} T={T}"
+            mask_expected = None
+            for _ in range(n):
+                host, mask_expected = metropolis_twin(lattice, host, T, (rng.seed, rng.streams_used))
+                rng.streams_used += 1
+            rng.streams_used -= n
+            spins, mask = engine.metropolis_sweeps(spins, T, rng, n, want_mask=True)
+            np.testing.assert_array_equal(to_numpy(spins), host, err_msg=where)
+            np.testing.assert_array_equal(to_numpy(mask), mask_expected, err_msg=where)
+        assert rng.streams_used == 9
+
+
+def _key_with_ties(dim: int, L: int, T: float, tries: int = 400) -> tuple[int, int]:
+    """A (seed, stream) under which some site's high 16 bits equal a threshold's: the kernels' exact path."""
+    sites = np.arange(L ** dim)
+    colour = site_colour(sites, dim, L)
+    highs = philox.threshold32(np.exp(-2.0 * np.arange(2, 2 * dim + 1, 2) / T)) >> np.uint32(16)
+    for stream in range(tries):
+        for c in (0, 1):
+            numbers = philox.metropolis_uniforms((3, stream), c, sites[colour == c]) >> np.uint32(16)
+            if np.isin(numbers, highs).sum() >= 1:
+                return 3, stream
+    raise AssertionError("no tie found")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_multispin_ties_take_the_exact_path(device):
+    """A sweep whose numbers tie a threshold in their high 16 bits is decided on all 32 bits, like the twin."""
+    from sim.gpu.engine import CudaEngine
+    xp = device_xp(device)
+    for dim, L, T in ((2, 64, 2.269), (3, 64, 4.5115)):
+        lattice = build_lattice(dim, L, 0.0, "all", np.random.default_rng(1))
+        seed, stream = _key_with_ties(dim, L, T)
+        engine = CudaEngine(xp, lattice)
+        # a cold start: most sites have k = 2*dim, so the tied sites' decisions rest on their low halves
+        for start in (np.ones((L,) * dim, np.int8), random_spins((L,) * dim, seed=5)):
+            expected = start
+            for i in range(2):
+                expected, mask_expected = metropolis_twin(lattice, expected, T, (seed, stream + i))
+            rng = StreamRNG(xp, seed, stream)
+            spins, mask = engine.metropolis_sweeps(xp.asarray(start), T, rng, 2)
+            np.testing.assert_array_equal(to_numpy(spins), expected, err_msg=f"{dim}D")
+            np.testing.assert_array_equal(to_numpy(mask), mask_expected, err_msg=f"{dim}D")
+
+
+@pytest.mark.gpu
+def test_ising_model_steps_use_the_packed_sweeps_with_the_same_trajectory():
+    """IsingModel.step(n) (n packed sweeps at once) equals n single steps, and resumes exactly from a state."""
+    for dim, L, p in ((2, 128, 0.01), (3, 64, 0.01)):
+        a = IsingModel(dim=dim, L=L, T=2.5 * dim - 1, p=p, seed=4, backend="cuda")
+        b = IsingModel(dim=dim, L=L, T=2.5 * dim - 1, p=p, seed=4, backend="cuda")
+        a.step(7)
+        for _ in range(7):
+            b.step(1)
+        np.testing.assert_array_equal(to_numpy(a.spins), to_numpy(b.spins))
+        np.testing.assert_array_equal(to_numpy(a.flipped), to_numpy(b.flipped))
+        assert a.step_count == b.step_count == 7 and a.get_state()["streams_used"] == b.get_state()["streams_used"]
+        resumed = IsingModel.from_state(a.get_state(), backend="cuda")
+        a.step(5)
+        resumed.step(5)
+        np.testing.assert_array_equal(to_numpy(a.spins), to_numpy(resumed.spins))

@@ -1,6 +1,8 @@
 """CudaEngine: the fast CUDA implementation of the engine protocol of sim/ising.py (ReferenceEngine).
 
 metropolis / wolff / swendsen_wang take (spins, T, rng, want_mask) and return (spins, mask or None);
+metropolis_sweeps(spins, T, rng, n, want_mask) does n Metropolis sweeps at once on a packed copy of the spins
+(one bit per spin, sim/kernels/metropolis_multispin.cu) with the very same random numbers and decisions;
 measure(spins) returns (sum over edges of s_i s_j, sum of spins). Spins stay int8 +-1 in their (L,)*dim
 C-order array and are updated in place (the same array is returned). Every update takes one key from
 rng.next_key() and draws all its random numbers inside the kernels from Philox4x32-10 (sim/gpu/philox.py),
@@ -15,6 +17,7 @@ import numpy as np
 from sim.backend import to_numpy
 from sim.gpu.graph import DeviceGraph
 from sim.gpu.kernels import get_kernel
+from sim.gpu import multispin
 from sim.gpu.labelling import THREADS, Labeller, component_sizes, grid_for
 from sim.gpu.philox import split64, threshold32, wolff_seed_site
 from sim.lattice import RewiredLattice
@@ -75,6 +78,7 @@ class CudaEngine:
         self._measure_lattice = get_kernel(xp, "measure.cu", names[0], names)
         self._measure_rewired = get_kernel(xp, "measure.cu", names[1], names)
         self._labeller = None
+        self._multispin = None
         self._thresholds_for = None
         self._no_mask = xp.zeros(16, dtype=xp.uint8)
 
@@ -134,6 +138,52 @@ class CudaEngine:
                                               (spins, mask, colour, write, *philox, table, sites, offsets,
                                                neighbours, count))
         return spins, (mask if want_mask else None)
+
+    def metropolis_sweeps(self, spins, T: float, rng, n: int, want_mask: bool = True):
+        """n checkerboard sweeps, each keyed by its own rng.next_key() in order: the same trajectory (and the
+        last sweep's mask) as n calls of ``metropolis``. When L is a multiple of 64 the sweeps run on a packed
+        copy (pack, 2 launches per sweep, unpack into ``spins`` in place); otherwise sweep by sweep."""
+        n = int(n)
+        if n < 2 or not multispin.supports(self.L):
+            mask = None
+            for i in range(n):
+                spins, mask = self.metropolis(spins, T, rng, want_mask=want_mask and i == n - 1)
+            return spins, mask
+        spins = self._spins(spins)
+        ms = self._multispin_kernels()
+        table, regular = self._thresholds(T)
+        grid, block = ms["launch"]
+        L = np.int32(self.L)
+        ms["pack"](grid, block, (spins, ms["packed"], L))
+        tail = (table, *regular, *ms["rewired"])
+        for i in range(n):
+            write = np.int32(want_mask and i == n - 1)
+            philox = self._philox_args(rng.next_key())
+            for colour in (np.int32(0), np.int32(1)):
+                ms["sweep"](grid, block, (ms["packed"], ms["flips"], L, colour, write, *philox, *tail))
+        mask = self._mask(spins, want_mask)
+        ms["unpack"](grid, block, (spins, mask, ms["packed"], ms["flips"], L, np.int32(want_mask)))
+        return spins, (mask if want_mask else None)
+
+    def _multispin_kernels(self) -> dict:
+        if self._multispin is None:
+            xp, dim, L = self.xp, self.dim, self.L
+            names = (f"metropolis_multispin<{dim}>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
+            rewired = multispin.packed_rewired(self.lattice)
+            W = L // 64
+            bx = min(W, 32)
+            by = min(L, BLOCK_THREADS // bx)
+            self._multispin = {
+                "sweep": get_kernel(xp, "metropolis_multispin.cu", names[0], names),
+                "pack": get_kernel(xp, "metropolis_multispin.cu", names[1], names),
+                "unpack": get_kernel(xp, "metropolis_multispin.cu", names[2], names),
+                "launch": ((-(-W // bx), -(-L // by), L if dim == 3 else 1), (bx, by)),
+                "packed": xp.zeros(self.n // 32, dtype=xp.uint32),
+                "flips": xp.zeros(self.n // 32, dtype=xp.uint32),
+                "rewired": (np.int32(rewired.has_modified), *(xp.asarray(a) for a in (
+                    rewired.words, rewired.rank, rewired.offsets, rewired.neighbours))),
+            }
+        return self._multispin
 
     def wolff(self, spins, T: float, rng, want_mask: bool = True):
         """One Wolff cluster: label all bonds (p = 1 - exp(-2/T)), flip the component of a random seed site."""

@@ -20,6 +20,7 @@
 // The decision is exactly r < threshold for a uniform 32-bit r (sim/gpu/philox.py: metropolis_uniforms).
 #include "philox.cuh"
 #include "rewired.cuh"
+#include "metropolis_numbers.cuh"
 
 template <int WORDS>
 __device__ __forceinline__ void load_words(const signed char* p, unsigned int (&w)[WORDS])
@@ -42,27 +43,6 @@ __device__ __forceinline__ void store_words(void* p, const unsigned int (&w)[WOR
 #pragma unroll
         for (int i = 0; i < WORDS; ++i) reinterpret_cast<unsigned int*>(p)[i] = w[i];
     }
-}
-
-// The high 16 bits of a site's number, from the call for its group of 16.
-__device__ __forceinline__ unsigned int number_high(const uint4 group_call, const int site)
-{
-    const int slot = (site & 15) >> 1;
-    return (philox_word(group_call, slot >> 1) >> (16 * (slot & 1))) & 0xFFFFu;
-}
-
-__device__ __forceinline__ unsigned int number_low(const PhiloxKey key, const int colour, const int site)
-{
-    return number_high(philox_draw(key, TAG_METROPOLIS_LOW + colour, (unsigned int)(site >> 4)), site);
-}
-
-// r < threshold, with r = high:low and the low half drawn only on a tie.
-__device__ __forceinline__ bool number_below(const unsigned int high, const unsigned int threshold,
-                                             const PhiloxKey key, const int colour, const int site)
-{
-    const unsigned int t = threshold >> 16;
-    if (high != t) return high < t;
-    return number_low(key, colour, site) < (threshold & 0xFFFFu);
 }
 
 __device__ __forceinline__ bool modified_site_flips(const Rewired& g, const signed char* spins, const int site,

@@ -1,0 +1,239 @@
+// Multi-spin-coded checkerboard Metropolis for the rewired Ising model: one bit per spin, 32 sites of one
+// colour per 32-bit word, neighbour counts by bitwise adders. Same decisions as metropolis.cu, site for site.
+//
+// Packed layout (sim/gpu/multispin.py): a "row" is all sites with the same y (2D) or (z, y) (3D), r = z*L + y.
+// Its sites of colour c are x = 2i + o with o = (c + y + z) % 2, i = 0 .. L/2 - 1, and bit i % 32 of word
+// (c * rows + r) * (L / 64) + i / 32 holds site x (1 = spin -1). L must be a multiple of 64.
+// Neighbours of an active site (colour c, row r, index i): the other colour's rows r +- e (y and z) at the same
+// index i (the row parity flips with the row, and so does the colour, so the offset o is the same), and in the
+// same row the indices i and i - 1 (o = 0) or i and i + 1 (o = 1): one word and a one-bit funnel shift.
+//
+// Random numbers (sim/gpu/philox.py: metropolis_uniforms): a word covers the 64 consecutive sites r*L + 64w ..
+// +63, i.e. the 4 Philox groups g0 + q, g0 = (r*L + 64w) / 16. Site bit b sits at slot b % 8 of group b / 8, so
+// call q gives bits 8q .. 8q+7: the low half of word m is bit 8q + 2m, the high half bit 8q + 2m + 1. The hot
+// path compares these 16-bit highs with the thresholds' high halves and marks ties; a thread with a tie
+// recomputes its masks from full 32-bit numbers (both calls), so the decision is exactly r < threshold.
+//
+// Modified sites (rewired.cuh's role, in packed terms): mod_words marks them in the same layout and their
+// CSR rows are ordered by packed position (row = mod_rank[word] + popcount of the lower bits); their
+// neighbours are given as packed bit positions. The thread owning the word decides them from that adjacency.
+#include "philox.cuh"
+#include "metropolis_numbers.cuh"
+
+struct PackedRewired {
+    int has_modified;
+    const unsigned int* __restrict__ words;    // bit set: modified site (packed layout)
+    const unsigned int* __restrict__ rank;     // modified sites before each word (packed order)
+    const int* __restrict__ offsets;           // CSR over modified sites in packed order
+    const int* __restrict__ neighbours;        // packed bit positions of the neighbours
+};
+
+__device__ __forceinline__ unsigned int packed_bit(const unsigned int* packed, const int pos)
+{
+    return (packed[pos >> 5] >> (pos & 31)) & 1u;
+}
+
+// Masks of the bits (sites) whose number is below each threshold: high halves only, plus "a tie was seen".
+template <int DIM>
+__device__ __forceinline__ bool below_high(const PhiloxKey key, const int colour, const unsigned int group0,
+                                           const unsigned int t2, const unsigned int t4, const unsigned int t6,
+                                           unsigned int& lt2, unsigned int& lt4, unsigned int& lt6)
+{
+    const unsigned int h2 = t2 >> 16, h4 = t4 >> 16, h6 = t6 >> 16;
+    bool tie = false;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const uint4 call = philox_draw(key, TAG_METROPOLIS + colour, group0 + q);
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            const unsigned int v = m == 0 ? call.x : (m == 1 ? call.y : (m == 2 ? call.z : call.w));
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const unsigned int number = h ? v >> 16 : v & 0xFFFFu;
+                const unsigned int bit = 1u << (8 * q + 2 * m + h);
+                if (number < h2) lt2 |= bit;
+                if (number < h4) lt4 |= bit;
+                if (DIM == 3 && number < h6) lt6 |= bit;
+                tie |= number == h2 || number == h4 || (DIM == 3 && number == h6);
+            }
+        }
+    }
+    return tie;
+}
+
+// The same masks from full 32-bit numbers (high and low calls): the rare path after a tie.
+template <int DIM>
+__device__ void below_exact(const PhiloxKey key, const int colour, const unsigned int group0, const unsigned int t2,
+                            const unsigned int t4, const unsigned int t6, unsigned int& lt2, unsigned int& lt4,
+                            unsigned int& lt6)
+{
+    lt2 = lt4 = lt6 = 0;
+    for (int q = 0; q < 4; ++q) {
+        const uint4 high = philox_draw(key, TAG_METROPOLIS + colour, group0 + q);
+        const uint4 low = philox_draw(key, TAG_METROPOLIS_LOW + colour, group0 + q);
+        for (int m = 0; m < 4; ++m) {
+            const unsigned int vh = philox_word(high, m), vl = philox_word(low, m);
+            for (int h = 0; h < 2; ++h) {
+                const unsigned int number = (((vh >> (16 * h)) & 0xFFFFu) << 16) | ((vl >> (16 * h)) & 0xFFFFu);
+                const unsigned int bit = 1u << (8 * q + 2 * m + h);
+                if (number < t2) lt2 |= bit;
+                if (number < t4) lt4 |= bit;
+                if (DIM == 3 && number < t6) lt6 |= bit;
+            }
+        }
+    }
+}
+
+template <int DIM>
+__global__ void metropolis_multispin(
+    unsigned int* __restrict__ packed, unsigned int* __restrict__ flips_out, const int L, const int colour,
+    const int write_mask, const unsigned int seed_lo, const unsigned int seed_hi, const unsigned int stream_lo,
+    const unsigned int stream_hi, const unsigned int* __restrict__ thresholds, const unsigned int t2,
+    const unsigned int t4, const unsigned int t6, const int has_modified,
+    const unsigned int* __restrict__ mod_words, const unsigned int* __restrict__ mod_rank,
+    const int* __restrict__ mod_offsets, const int* __restrict__ mod_neighbours)
+{
+    const int W = L >> 6;
+    const int w = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int z = DIM == 3 ? (int)blockIdx.z : 0;
+    if (w >= W || y >= L) return;
+    const int rows = DIM == 3 ? L * L : L;
+    const int r = z * L + y;
+    const int o = (colour + y + z) & 1;
+    const int own = (colour * rows + r) * W + w;
+    const unsigned int* other = packed + (1 - colour) * rows * W;
+
+    const unsigned int s = packed[own];
+    const unsigned int same = other[r * W + w];
+    const unsigned int side_word = other[r * W + (o ? (w == W - 1 ? 0 : w + 1) : (w == 0 ? W - 1 : w - 1))];
+    const unsigned int side = o ? __funnelshift_r(same, side_word, 1) : __funnelshift_l(side_word, same, 1);
+    const int y_up = y == 0 ? L - 1 : y - 1, y_down = y == L - 1 ? 0 : y + 1;
+    const unsigned int up = other[(z * L + y_up) * W + w];
+    const unsigned int down = other[(z * L + y_down) * W + w];
+    const unsigned int modified = has_modified ? mod_words[own] : 0u;
+
+    const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
+    const unsigned int group0 = ((unsigned int)r * (unsigned int)L + 64u * (unsigned int)w) >> 4;
+    unsigned int lt2 = 0, lt4 = 0, lt6 = 0;
+    if (below_high<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6))
+        below_exact<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6);
+
+    // unlike-neighbour bits, counted by adders: u = unlike neighbours of each site
+    const unsigned int a = s ^ same, b = s ^ side, c = s ^ up, d = s ^ down;
+    unsigned int flip;
+    if constexpr (DIM == 2) {
+        const unsigned int ones = a ^ b ^ c ^ d;                          // u odd
+        const unsigned int two_or_more = (a & b) | (c & d) | ((a ^ b) & (c ^ d));
+        const unsigned int none = ~(a | b | c | d);
+        // u >= 2: k <= 0, always; u = 1: k = 2; u = 0: k = 4
+        flip = two_or_more | (ones & ~two_or_more & lt2) | (none & lt4);
+    } else {
+        const int z_back = z == 0 ? L - 1 : z - 1, z_front = z == L - 1 ? 0 : z + 1;
+        const unsigned int e = s ^ other[(z_back * L + y) * W + w];
+        const unsigned int f = s ^ other[(z_front * L + y) * W + w];
+        const unsigned int s1 = a ^ b ^ c, c1 = (a & b) | (c & (a ^ b));  // a + b + c = s1 + 2 c1
+        const unsigned int s2 = d ^ e ^ f, c2 = (d & e) | (f & (d ^ e));
+        const unsigned int ones = s1 ^ s2, c3 = s1 & s2;                  // u = ones + 2 (c1 + c2 + c3)
+        const unsigned int any_two = c1 | c2 | c3;
+        const unsigned int two_twos = (c1 & c2) | (c3 & (c1 ^ c2));
+        const unsigned int one_two = (c1 ^ c2 ^ c3) & ~two_twos;
+        // u >= 3: always; u = 2: k = 2; u = 1: k = 4; u = 0: k = 6
+        flip = two_twos | (ones & any_two) | (~ones & one_two & lt2) | (ones & ~any_two & lt4) |
+               (~ones & ~any_two & lt6);
+    }
+
+    if (modified) {
+        flip &= ~modified;
+        const PackedRewired g = {has_modified, mod_words, mod_rank, mod_offsets, mod_neighbours};
+        const unsigned int first_row = g.rank[own];
+        unsigned int todo = modified;
+        while (todo) {
+            const int bit = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const int row = (int)first_row + __popc(modified & ((1u << bit) - 1u));
+            int h = 0;
+            for (int j = g.offsets[row]; j < g.offsets[row + 1]; ++j)
+                h += 1 - 2 * (int)packed_bit(packed, g.neighbours[j]);
+            const int k = (1 - 2 * (int)((s >> bit) & 1u)) * h;
+            const int site = r * L + 2 * (32 * w + bit) + o;
+            if (k <= 0 || number_below(number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)),
+                                                   site),
+                                       thresholds[k], key, colour, site))
+                flip |= 1u << bit;
+        }
+    }
+    if (flip) packed[own] = s ^ flip;
+    if (write_mask) flips_out[own] = flip;
+}
+
+// int8 spins (C order) -> packed words; one thread per 64 sites of a row (both colours' words).
+template <int DIM>
+__global__ void multispin_pack(const signed char* __restrict__ spins, unsigned int* __restrict__ packed, const int L)
+{
+    const int W = L >> 6;
+    const int w = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int z = DIM == 3 ? (int)blockIdx.z : 0;
+    if (w >= W || y >= L) return;
+    const int rows = DIM == 3 ? L * L : L;
+    const int r = z * L + y;
+    const uint4* src = reinterpret_cast<const uint4*>(spins + (long long)r * L + 64 * w);
+    unsigned int even = 0, odd = 0;  // x even: bit 2j, 2j+1 from bytes 0, 2 of word j; x odd: bytes 1, 3
+#pragma unroll
+    for (int v4 = 0; v4 < 4; ++v4) {
+        const uint4 v = src[v4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int j = 4 * v4 + k;
+            const unsigned int d = ((k == 0 ? v.x : (k == 1 ? v.y : (k == 2 ? v.z : v.w))) >> 1) & 0x01010101u;
+            even |= ((d & 1u) | ((d >> 15) & 2u)) << (2 * j);
+            odd |= (((d >> 8) & 1u) | ((d >> 23) & 2u)) << (2 * j);
+        }
+    }
+    const int even_colour = (y + z) & 1;
+    packed[(even_colour * rows + r) * W + w] = even;
+    packed[((1 - even_colour) * rows + r) * W + w] = odd;
+}
+
+// 2 bits of a colour-split pair (bits 2j, 2j+1 of the even and odd words) -> 4 bytes of 0 / 1.
+__device__ __forceinline__ unsigned int unpack_bytes(const unsigned int even, const unsigned int odd, const int j)
+{
+    return ((even >> (2 * j)) & 1u) | (((odd >> (2 * j)) & 1u) << 8) | (((even >> (2 * j + 1)) & 1u) << 16) |
+           (((odd >> (2 * j + 1)) & 1u) << 24);
+}
+
+// packed words -> int8 spins, and (write_mask) the flip words of the last sweep -> the bool mask.
+template <int DIM>
+__global__ void multispin_unpack(signed char* __restrict__ spins, unsigned char* __restrict__ mask,
+                                 const unsigned int* __restrict__ packed, const unsigned int* __restrict__ flips,
+                                 const int L, const int write_mask)
+{
+    const int W = L >> 6;
+    const int w = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int z = DIM == 3 ? (int)blockIdx.z : 0;
+    if (w >= W || y >= L) return;
+    const int rows = DIM == 3 ? L * L : L;
+    const int r = z * L + y;
+    const int even_colour = (y + z) & 1;
+    const int even_at = (even_colour * rows + r) * W + w, odd_at = ((1 - even_colour) * rows + r) * W + w;
+    const long long site0 = (long long)r * L + 64 * w;
+    uint4* out = reinterpret_cast<uint4*>(spins + site0);
+    const unsigned int even = packed[even_at], odd = packed[odd_at];
+#pragma unroll
+    for (int v4 = 0; v4 < 4; ++v4) {
+        unsigned int b[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) b[k] = 0x01010101u ^ (unpack_bytes(even, odd, 4 * v4 + k) * 0xFEu);
+        out[v4] = make_uint4(b[0], b[1], b[2], b[3]);
+    }
+    if (write_mask) {
+        uint4* m = reinterpret_cast<uint4*>(mask + site0);
+        const unsigned int fe = flips[even_at], fo = flips[odd_at];
+#pragma unroll
+        for (int v4 = 0; v4 < 4; ++v4)
+            m[v4] = make_uint4(unpack_bytes(fe, fo, 4 * v4), unpack_bytes(fe, fo, 4 * v4 + 1),
+                               unpack_bytes(fe, fo, 4 * v4 + 2), unpack_bytes(fe, fo, 4 * v4 + 3));
+    }
+}
