@@ -106,7 +106,7 @@ def test_component_sizes_sum_to_the_lattice():
 
 
 LABEL_CASES = {
-    # tiles are 32 x 32 (2D) and 32 x 4 x 8 (3D): cover one tile, several, partial ones and wrap-only seams
+    # tiles are 32 x 8 (2D) and 32 x 8 x 4 (3D): cover one tile, several, partial ones and wrap-only seams
     "emulator": [(2, 16, 0.0), (2, 70, 0.02), (2, 130, 0.0), (3, 8, 0.05), (3, 18, 0.02), (3, 34, 0.0)],
     "cuda": [(2, 16, 0.0), (2, 70, 0.02), (2, 512, 0.01), (2, 1000, 0.0), (3, 8, 0.05), (3, 34, 0.02),
              (3, 100, 0.01), (3, 64, 0.2)],
@@ -126,6 +126,23 @@ def test_kernel_labels_equal_the_cpu_reference(device):
             got = device_labels(xp, lattice, xp.asarray(spins), p_bond, key)
             np.testing.assert_array_equal(to_numpy(got), expected, err_msg=f"{dim}D L={L} p={p} p_bond={p_bond}")
         np.testing.assert_array_equal(device_sizes(xp, got), component_sizes(expected))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_tile_shape_gives_the_same_labels(device):
+    """Tile shapes only change how the work is split between label_tiles and label_merge, never the labels."""
+    from sim.gpu.labelling import Labeller
+    xp = device_xp(device)
+    shapes = {2: [(32, 32, 1), (32, 16, 1), (32, 4, 1), (32, 1, 1)], 3: [(32, 4, 8), (32, 2, 16), (32, 1, 1)]}
+    for dim, L in ((2, 40), (3, 12)):
+        lattice = build_lattice(dim, L, 0.03, "all", np.random.default_rng(5))
+        spins = random_spins((L,) * dim, seed=5, up=0.5)
+        for p_bond, key in ((1.0, (0, 0)), (0.6, (8, 9))):
+            expected = label_components(np, lattice, spins, p_bond, key).reshape(-1)
+            for tile in shapes[dim]:
+                labeller = Labeller(xp, lattice, tile=tile)
+                labeller.label(xp.asarray(spins).reshape(-1), p_bond, key)
+                np.testing.assert_array_equal(to_numpy(labeller.compress()), expected, err_msg=f"tile {tile}")
 
 
 @pytest.mark.gpu

@@ -18,7 +18,9 @@ from sim.lattice import RewiredLattice
 
 THREADS = 256
 # Tile shapes (x, y, z) of label_tiles: one site per thread, one warp per row of 32 sites (x is fixed at 32).
-TILES = {2: (32, 32, 1), 3: (32, 4, 8)}
+# Smaller tiles label faster but leave more faces to label_merge; these had the shortest label + merge + flip
+# of the shapes compared on the H100 (bench/NOTES.md).
+TILES = {2: (32, 8, 1), 3: (32, 8, 4)}
 
 
 def grid_for(n: int, threads: int = THREADS, cap: int = 4096) -> int:
@@ -160,7 +162,8 @@ def time_kernels(cp, model, tiles, steps: int = 20, flip: str = "wolff_flip") ->
         totals: dict[str, float] = {}
         for name, start, end in records:
             totals[name] = totals.get(name, 0.0) + cp.cuda.get_elapsed_time(start, end) / steps
-        rows.append({"tile": tile, "same_labels": same, **{k: round(v, 4) for k, v in totals.items()},
+        regs = {name: getattr(k, "num_regs", None) for name, k in saved.items() if name.startswith("label")}
+        rows.append({"tile": tile, "same_labels": same, "registers": regs, **{k: round(v, 4) for k, v in totals.items()},
                      "total": round(sum(totals.values()), 4)})
     return rows
 
@@ -170,10 +173,10 @@ if __name__ == "__main__":  # python3 -m sim.gpu.labelling: tile shapes compared
 
     from sim.ising import IsingModel
     cases = [("wolff-2d-L4096-p1e-4", dict(dim=2, L=4096, T=2.269, p=1e-4), "wolff_flip",
-              [(32, 32, 1), (32, 16, 1), (32, 8, 1)]),
+              [(32, 8, 1), (32, 4, 1), (32, 16, 1), (32, 32, 1)]),
              ("wolff-3d-L256-p1e-4", dict(dim=3, L=256, T=4.5115, p=1e-4), "wolff_flip",
-              [(32, 4, 8), (32, 8, 4), (32, 4, 4), (32, 2, 16), (32, 16, 2)]),
-             ("swendsen-wang-2d-L4096", dict(dim=2, L=4096, T=2.269, p=0.0), "cluster_flip", [(32, 32, 1), (32, 16, 1)])]
+              [(32, 8, 4), (32, 4, 8), (32, 4, 4), (32, 8, 2), (32, 16, 2)]),
+             ("swendsen-wang-2d-L4096", dict(dim=2, L=4096, T=2.269, p=0.0), "cluster_flip", [(32, 8, 1), (32, 4, 1)])]
     for name, spec, flip, tiles in cases:
         model = IsingModel(algorithm="swendsen-wang", seed=1, backend="cuda", **spec)
         model.step(200)

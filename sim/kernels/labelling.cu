@@ -17,8 +17,10 @@
 //    index of the smallest site of its tile component.
 // 2. label_merge: the lattice edges leaving a tile (and the periodic wrap) and the rewired edges are united in
 //    global memory; a face bond is skipped when the bond beside it joins the same two tile components.
-// 3. label_compress / wolff_flip / cluster_flip: each site finds its root (and stores it); Wolff flips the
-//    component of a seed site, Swendsen-Wang every component whose root draws an odd word (TAG_CLUSTER_FLIP).
+// 3. label_compress: each site stores its root. wolff_flip / cluster_flip: each site finds its root (without
+//    storing it: nothing reads the labels after a flip, and the store would be a third of the kernels' bytes);
+//    Wolff flips the component of a seed site, Swendsen-Wang every component whose root draws an odd word
+//    (TAG_CLUSTER_FLIP).
 //
 // Union-find with atomicMin hooking (Playne & Hawick): a root r has lab[r] == r, every other label points to a
 // smaller site of the same component, and a union hooks the larger root under the smaller with atomicMin
@@ -58,11 +60,22 @@ __device__ __forceinline__ int find_local(const volatile int* lab, int x)
     return x;
 }
 
+// The roots of a and b, both chains walked in the same loop (twice the loads in flight of two finds in a row).
+__device__ __forceinline__ void find_both_local(const volatile int* lab, int& a, int& b)
+{
+    while (true) {
+        const int pa = lab[a], pb = lab[b];
+        if (pa == a && pb == b) return;
+        SCHEDULE_POINT();
+        a = pa;
+        b = pb;
+    }
+}
+
 __device__ __forceinline__ void unite_local(volatile int* lab, int a, int b)
 {
     while (true) {
-        a = find_local(lab, a);
-        b = find_local(lab, b);
+        find_both_local(lab, a, b);
         if (a == b) return;
         if (a > b) {
             const int t = a;
@@ -76,18 +89,20 @@ __device__ __forceinline__ void unite_local(volatile int* lab, int a, int b)
 }
 
 // ---- union-find in global memory (other blocks change labels meanwhile: loads bypass L1) ---------------------
-__device__ __forceinline__ int find_global(const int* lab, int x)
+__device__ __forceinline__ void find_both_global(const int* lab, int& a, int& b)
 {
-    int p;
-    while ((p = __ldcg(lab + x)) != x) x = p;
-    return x;
+    while (true) {
+        const int pa = __ldcg(lab + a), pb = __ldcg(lab + b);
+        if (pa == a && pb == b) return;
+        a = pa;
+        b = pb;
+    }
 }
 
 __device__ __forceinline__ void unite_global(int* lab, int a, int b)
 {
     while (true) {
-        a = find_global(lab, a);
-        b = find_global(lab, b);
+        find_both_global(lab, a, b);
         if (a == b) return;
         if (a > b) {
             const int t = a;
@@ -258,13 +273,11 @@ __global__ void label_compress(int* __restrict__ labels, const int n)
 
 template <int UNUSED>
 __global__ void wolff_flip(signed char* __restrict__ spins, unsigned char* __restrict__ flipped,
-                           int* __restrict__ labels, const int n, const int seed_site, const int write_mask)
+                           const int* __restrict__ labels, const int n, const int seed_site, const int write_mask)
 {
     const int cluster = find_root(labels, seed_site);
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const int root = find_root(labels, i);
-        labels[i] = root;
-        const bool in = root == cluster;
+        const bool in = find_root(labels, i) == cluster;
         if (in) spins[i] = (signed char)(-spins[i]);
         if (write_mask) flipped[i] = in;
     }
@@ -272,15 +285,13 @@ __global__ void wolff_flip(signed char* __restrict__ spins, unsigned char* __res
 
 template <int UNUSED>
 __global__ void cluster_flip(signed char* __restrict__ spins, unsigned char* __restrict__ flipped,
-                             int* __restrict__ labels, const int n, const unsigned int seed_lo,
+                             const int* __restrict__ labels, const int n, const unsigned int seed_lo,
                              const unsigned int seed_hi, const unsigned int stream_lo, const unsigned int stream_hi,
                              const int write_mask)
 {
     const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const int root = find_root(labels, i);
-        labels[i] = root;
-        const bool flip = philox_draw(key, TAG_CLUSTER_FLIP, (unsigned int)root).x & 1u;
+        const bool flip = philox_draw(key, TAG_CLUSTER_FLIP, (unsigned int)find_root(labels, i)).x & 1u;
         if (flip) spins[i] = (signed char)(-spins[i]);
         if (write_mask) flipped[i] = flip;
     }
