@@ -44,11 +44,12 @@ class FrameBench:
     def __init__(self, model, canvas_size: int, host: bool):
         from vispy import scene
 
-        from render import interop
+        from render import interop, palette
         from render.lattice_view import LatticeView
 
         self.model = model
-        self.canvas = scene.SceneCanvas(size=(canvas_size, canvas_size), show=False, keys=None)
+        self.canvas = scene.SceneCanvas(size=(canvas_size, canvas_size), show=False, keys=None,
+                                        bgcolor=palette.BACKGROUND)
         self.canvas.set_current()
         self.view = LatticeView(self.canvas.central_widget.add_view())
         self.interop = interop.interop_for(self.canvas)

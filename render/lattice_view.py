@@ -2,6 +2,8 @@
 
 It takes state codes (render/upload.py: encode_state) as NumPy or CuPy arrays and knows nothing of Qt:
 the window (app/) owns the canvas and passes a ViewBox in; a headless EGL canvas works the same way.
+The owner gives the canvas ``bgcolor=palette.BACKGROUND``; the view draws no background of its own, since a
+ViewBox bgcolor is one more full-view VisPy program per frame, about as costly on the host as the lattice.
 """
 from __future__ import annotations
 
@@ -21,8 +23,7 @@ class LatticeView:
     """Shows one lattice state; ``set_state`` picks 2D or 3D from the array's shape."""
 
     def __init__(self, viewbox: scene.widgets.ViewBox):
-        self.viewbox = viewbox
-        viewbox.bgcolor = palette.BACKGROUND
+        self.viewbox = viewbox  # no bgcolor: the canvas's clear colour (palette.BACKGROUND) is the background
         self.texture_3d = state_texture(3)
         self.image = LatticeImage(parent=viewbox.scene)
         self.cube = LatticeCube(texture=self.texture_3d, parent=viewbox.scene)
@@ -55,7 +56,8 @@ class LatticeView:
             self.image.set_state(state)
         else:
             self.cube.set_state(state)
-            self.unfolded.set_layout(UnfoldLayout(L))
+            if geometry_changed:
+                self.unfolded.set_layout(UnfoldLayout(L))
             self.unfolded.update()
         if geometry_changed:
             self.peel = min(self.peel, L - 1)

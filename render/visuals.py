@@ -79,8 +79,10 @@ class LatticeImageVisual(_PaletteVisual):
     def set_state(self, state) -> None:
         """state: (H, W) uint8 codes, NumPy or CuPy."""
         upload_texture(self.texture, state)
-        self.size = (float(state.shape[1]), float(state.shape[0]))
-        self.shared_program["u_size"] = self.size
+        size = (float(state.shape[1]), float(state.shape[0]))
+        if size != self.size:  # a uniform set to its old value would still be sent to GL at every draw
+            self.size = size
+            self.shared_program["u_size"] = size
         self.update()
 
     def _compute_bounds(self, axis, view):
@@ -113,8 +115,10 @@ class LatticeCubeVisual(_PaletteVisual):
 
     def set_size(self, shape) -> None:
         depth, height, width = shape
-        self.size = (float(width), float(height), float(depth))
-        self.shared_program["u_size"] = self.size
+        size = (float(width), float(height), float(depth))
+        if size != self.size:
+            self.size = size
+            self.shared_program["u_size"] = size
         self.update()
 
     def set_peel(self, layers: int) -> None:

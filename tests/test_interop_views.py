@@ -26,7 +26,9 @@ def _scene_canvas():
         except Exception as exc:
             pytest.skip(f"no OpenGL canvas here: {exc}")
     try:
-        canvas = scene.SceneCanvas(size=(SIZE, SIZE), show=True, app=application, keys=None)
+        from render.palette import BACKGROUND
+
+        canvas = scene.SceneCanvas(size=(SIZE, SIZE), show=True, app=application, keys=None, bgcolor=BACKGROUND)
     except Exception as exc:
         pytest.skip(f"no OpenGL canvas here: {exc}")
     application.process_events()
