@@ -150,24 +150,26 @@ class CudaEngine:
                 spins, mask = self.metropolis(spins, T, rng, want_mask=want_mask and i == n - 1)
             return spins, mask
         spins = self._spins(spins)
-        ms = self._multispin_kernels()
-        table, regular = self._thresholds(T)
-        grid, block = ms["launch"]
-        L = np.int32(self.L)
-        ms["pack"](grid, block, (spins, ms["packed"], L))
-        tail = (table, *regular, *ms["rewired"])
+        ms = self._multispin_kernels(T)
+        grid, block, L, packed, params = ms["launch"] + (ms["L"], ms["packed"], ms["params"])
+        sweep = ms["sweep"]
+        ms["pack"](grid, block, (spins, packed, L))
+        # Python's cost per launch is what limits this loop at 4096^2: keep it to two launches of 6 arguments
+        plain, last = (np.int32(0), np.int32(1)), (np.int32(2 * want_mask), np.int32(2 * want_mask + 1))
         for i in range(n):
-            write = np.int32(want_mask and i == n - 1)
-            philox = self._philox_args(rng.next_key())
-            for colour in (np.int32(0), np.int32(1)):
-                ms["sweep"](grid, block, (ms["packed"], ms["flips"], L, colour, write, *philox, *tail))
+            seed, stream = rng.next_key()
+            seed, stream = np.uint64(seed), np.uint64(stream)
+            for flags in (last if i == n - 1 else plain):
+                sweep(grid, block, (packed, params, L, flags, seed, stream))
         mask = self._mask(spins, want_mask)
-        ms["unpack"](grid, block, (spins, mask, ms["packed"], ms["flips"], L, np.int32(want_mask)))
+        ms["unpack"](grid, block, (spins, mask, packed, ms["flips"], L, np.int32(want_mask)))
         return spins, (mask if want_mask else None)
 
-    def _multispin_kernels(self) -> dict:
+    def _multispin_kernels(self, T: float) -> dict:
+        """The packed kernels, their buffers and the device parameter block for temperature T."""
+        xp = self.xp
         if self._multispin is None:
-            xp, dim, L = self.xp, self.dim, self.L
+            dim, L = self.dim, self.L
             names = (f"metropolis_multispin<{dim}>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
             rewired = multispin.packed_rewired(self.lattice)
             W = L // 64
@@ -178,12 +180,27 @@ class CudaEngine:
                 "pack": get_kernel(xp, "metropolis_multispin.cu", names[1], names),
                 "unpack": get_kernel(xp, "metropolis_multispin.cu", names[2], names),
                 "launch": ((-(-W // bx), -(-L // by), L if dim == 3 else 1), (bx, by)),
+                "L": np.int32(L),
                 "packed": xp.zeros(self.n // 32, dtype=xp.uint32),
                 "flips": xp.zeros(self.n // 32, dtype=xp.uint32),
-                "rewired": (np.int32(rewired.has_modified), *(xp.asarray(a) for a in (
-                    rewired.words, rewired.rank, rewired.offsets, rewired.neighbours))),
+                "has_modified": rewired.has_modified,
+                "rewired": tuple(xp.asarray(a) for a in (rewired.words, rewired.rank, rewired.offsets,
+                                                         rewired.neighbours)),
+                "params_T": None,
             }
-        return self._multispin
+        ms = self._multispin
+        if ms["params_T"] != T:
+            table, (t2, t4, t6) = self._thresholds(T)
+            # struct MultispinParams: 6 pointers, then t2, t4, t6, has_modified (uint32 each), little-endian
+            pointers = [self._address(a) for a in (ms["flips"], table, *ms["rewired"])]
+            block = np.array(pointers + [int(t2) | int(t4) << 32, int(t6) | ms["has_modified"] << 32],
+                             dtype=np.uint64)
+            ms["params"], ms["table"], ms["params_T"] = xp.asarray(block), table, T
+        return ms
+
+    def _address(self, array) -> int:
+        """Device address of an array (a host address under the CPU emulator, where arrays are NumPy's)."""
+        return int(array.ctypes.data) if isinstance(array, np.ndarray) else int(array.data.ptr)
 
     def wolff(self, spins, T: float, rng, want_mask: bool = True):
         """One Wolff cluster: label all bonds (p = 1 - exp(-2/T)), flip the component of a random seed site."""

@@ -84,15 +84,26 @@ __device__ void below_exact(const PhiloxKey key, const int colour, const unsigne
     }
 }
 
+// What stays fixed from sweep to sweep (arrays and thresholds), in one device buffer, so that a launch passes
+// six arguments: Python's launch cost per argument, not the GPU, limited the sweeps through the model API.
+struct MultispinParams {
+    unsigned int* flips;                        // the sweep's flip words, written when write_mask
+    const unsigned int* thresholds;             // floor(exp(-2k/T) 2^32) for k = 0 .. max_k (modified sites)
+    const unsigned int* mod_words;              // PackedRewired (sim/gpu/multispin.py)
+    const unsigned int* mod_rank;
+    const int* mod_offsets;
+    const int* mod_neighbours;
+    unsigned int t2, t4, t6;                    // thresholds of k = 2, 4, 6
+    int has_modified;
+};
+
+// flags: bit 0 the colour, bit 1 write_mask.
 template <int DIM>
-__global__ void metropolis_multispin(
-    unsigned int* __restrict__ packed, unsigned int* __restrict__ flips_out, const int L, const int colour,
-    const int write_mask, const unsigned int seed_lo, const unsigned int seed_hi, const unsigned int stream_lo,
-    const unsigned int stream_hi, const unsigned int* __restrict__ thresholds, const unsigned int t2,
-    const unsigned int t4, const unsigned int t6, const int has_modified,
-    const unsigned int* __restrict__ mod_words, const unsigned int* __restrict__ mod_rank,
-    const int* __restrict__ mod_offsets, const int* __restrict__ mod_neighbours)
+__global__ void metropolis_multispin(unsigned int* __restrict__ packed, const MultispinParams* __restrict__ params,
+                                     const int L, const int flags, const unsigned long long seed,
+                                     const unsigned long long stream)
 {
+    const int colour = flags & 1;
     const int W = L >> 6;
     const int w = blockIdx.x * blockDim.x + threadIdx.x;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -111,9 +122,13 @@ __global__ void metropolis_multispin(
     const int y_up = y == 0 ? L - 1 : y - 1, y_down = y == L - 1 ? 0 : y + 1;
     const unsigned int up = other[(z * L + y_up) * W + w];
     const unsigned int down = other[(z * L + y_down) * W + w];
-    const unsigned int modified = has_modified ? mod_words[own] : 0u;
+    const PackedRewired g = {params->has_modified, params->mod_words, params->mod_rank, params->mod_offsets,
+                             params->mod_neighbours};
+    const unsigned int modified = g.has_modified ? g.words[own] : 0u;
 
-    const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
+    const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)stream,
+                           (unsigned int)(stream >> 32)};
+    const unsigned int t2 = params->t2, t4 = params->t4, t6 = params->t6;
     const unsigned int group0 = ((unsigned int)r * (unsigned int)L + 64u * (unsigned int)w) >> 4;
     unsigned int lt2 = 0, lt4 = 0, lt6 = 0;
     if (below_high<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6))
@@ -145,7 +160,6 @@ __global__ void metropolis_multispin(
 
     if (modified) {
         flip &= ~modified;
-        const PackedRewired g = {has_modified, mod_words, mod_rank, mod_offsets, mod_neighbours};
         const unsigned int first_row = g.rank[own];
         unsigned int todo = modified;
         while (todo) {
@@ -159,12 +173,12 @@ __global__ void metropolis_multispin(
             const int site = r * L + 2 * (32 * w + bit) + o;
             if (k <= 0 || number_below(number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)),
                                                    site),
-                                       thresholds[k], key, colour, site))
+                                       params->thresholds[k], key, colour, site))
                 flip |= 1u << bit;
         }
     }
     if (flip) packed[own] = s ^ flip;
-    if (write_mask) flips_out[own] = flip;
+    if (flags & 2) params->flips[own] = flip;
 }
 
 // int8 spins (C order) -> packed words; one thread per 64 sites of a row (both colours' words).
