@@ -425,7 +425,8 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         self._shown = key
         show_links = self.controls.show_links.isChecked()
-        self.lattice_view.set_state(self.session.state_codes(with_rewired=show_links))
+        m, s = self.model, self.session
+        self.lattice_view.show_spins(m.xp, m.spins, s.highlight, s.rewired_mask() if show_links else None)
         if show_links and self._links_graph is not self.model.graph:
             self._links_graph = self.model.graph
             self.lattice_view.set_links(self.model.rewired_edges(), self.model.L, self.model.dim)

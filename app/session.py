@@ -1,6 +1,6 @@
 """The running simulation behind the window: one IsingModel, its plot history and the per-frame stepping.
 
-No Qt here: the window calls ``advance`` from its frame timer and shows what ``state_codes`` returns.
+No Qt here: the window calls ``advance`` from its frame timer and shows the model's spins with ``highlight``.
 Parameter changes go straight to the running model (no restart) unless they need a new lattice (dim, L,
 backend); invalid values raise the model's ParameterError and leave everything as it was.
 """

@@ -28,6 +28,7 @@ import contextlib
 import logging
 import os
 import weakref
+from pathlib import Path
 
 import numpy as np
 
@@ -101,6 +102,8 @@ class GraphicsResource:
         self.target = target              # GL_TEXTURE_2D / GL_TEXTURE_3D, or None for a buffer
         self.signature = signature        # what the GL storage looked like when registered
         self.bytes_per_texel = None       # filled at the first map of an image
+        # registered for surface stores: one-byte texels are then written by a kernel, not the copy engine
+        self.flags_surface = target is not None and flags == rt.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsSurfaceLoadStore
         if target is None:
             self._handle = _check(rt.cudaGraphicsGLRegisterBuffer(self.gl_name, flags),
                                   f"cudaGraphicsGLRegisterBuffer(GL buffer {self.gl_name})")
@@ -144,6 +147,19 @@ class GraphicsResource:
                 log.debug("no layout check for GL texture %s: %s", self.gl_name, exc)
         return array
 
+    @contextlib.contextmanager
+    def surface(self):
+        """A CUDA surface object (int handle) over the mapped texture's array, destroyed on exit."""
+        _, rt = _cuda_modules()
+        description = rt.cudaResourceDesc()
+        description.resType = rt.cudaResourceType.cudaResourceTypeArray
+        description.res.array.array = self.mapped_array()
+        handle = _check(rt.cudaCreateSurfaceObject(description), f"cudaCreateSurfaceObject(GL texture {self.gl_name})")
+        try:
+            yield int(handle)
+        finally:
+            _check(rt.cudaDestroySurfaceObject(handle), "cudaDestroySurfaceObject")
+
     def mapped_pointer(self) -> tuple[int, int]:
         """(device pointer, size in bytes) of a mapped buffer."""
         _, rt = _cuda_modules()
@@ -170,16 +186,16 @@ def copy_into_texture(resource: GraphicsResource, array, stream=None):
         raise InteropError(f"a {dims}D texture needs a {dims}D array (optionally with channels), got shape {array.shape}")
     depth, height, width = ((1,) + tuple(array.shape[:2]) if dims == 2 else tuple(array.shape[:3]))
     texel = array.itemsize * (array.shape[-1] if array.ndim == dims + 1 else 1)
+    if texel == 1 and resource.flags_surface:
+        with resource.mapped(stream), resource.surface() as surface:
+            _check_extent(resource, texel, array, width, height, depth, dims)
+            _launch_surface_kernel("copy_to_surface", dims, width, height, depth,
+                                   lambda units: (array, np.uint64(surface), np.int32(width), np.int32(height),
+                                                  np.int64(units)))
+        return
     with resource.mapped(stream):
         cuda_array = resource.mapped_array()
-        if resource.bytes_per_texel and resource.bytes_per_texel != texel:
-            raise InteropError(
-                f"texture GL {resource.gl_name} stores {resource.bytes_per_texel} bytes per texel but the array "
-                f"gives {texel} ({array.dtype}, shape {array.shape}); give the texture a matching internalformat")
-        if resource.extent is not None and (resource.extent[:2] != (width, height)
-                                            or (dims == 3 and resource.extent[2] != depth)):
-            raise InteropError(f"texture GL {resource.gl_name} has extent {resource.extent}, "
-                               f"the array needs {(width, height, depth)}")
+        _check_extent(resource, texel, array, width, height, depth, dims)
         kind = rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
         row = width * texel
         if dims == 2:
@@ -192,6 +208,63 @@ def copy_into_texture(resource: GraphicsResource, array, stream=None):
             params.extent = rt.make_cudaExtent(width, height, depth)
             params.kind = kind
             _check(rt.cudaMemcpy3DAsync(params, stream), "cudaMemcpy3DAsync")
+
+
+def encode_into_texture(resource: GraphicsResource, spins, flipped=None, rewired=None, stream=None):
+    """Write the state codes of CuPy ``spins`` (int8 +-1) and optional bool masks into a registered r8 texture.
+
+    One kernel (render/kernels/texture_surface.cu) computes the codes of render/upload.py's encoding and stores
+    them through a surface object, so colouring and copy are a single pass over the lattice.
+    """
+    cupy, _ = _cuda_modules()
+    dims = 3 if resource.target == GL_TEXTURE_3D else 2
+    if spins.ndim != dims or spins.dtype != cupy.int8:
+        raise InteropError(f"state: a {dims}D texture needs {dims}D int8 spins; got {spins.dtype} {spins.shape}")
+    depth, height, width = (1,) * (3 - dims) + tuple(spins.shape)
+    masks = []
+    for name, mask in (("flipped", flipped), ("rewired", rewired)):
+        if mask is not None and tuple(mask.shape) != tuple(spins.shape):
+            raise InteropError(f"{name}: shape {mask.shape} differs from the spins' {spins.shape}")
+        masks.append(cupy.ascontiguousarray(mask).view(cupy.uint8) if mask is not None else spins.view(cupy.uint8))
+    spins = cupy.ascontiguousarray(spins)
+    with resource.mapped(stream), resource.surface() as surface:
+        _check_extent(resource, 1, spins, width, height, depth, dims)
+        _launch_surface_kernel("encode_to_surface", dims, width, height, depth,
+                               lambda units: (spins, masks[0], masks[1], np.int32(flipped is not None),
+                                              np.int32(rewired is not None), np.uint64(surface), np.int32(width),
+                                              np.int32(height), np.int64(units)))
+
+
+def _check_extent(resource, texel, array, width, height, depth, dims):
+    """Raise InteropError unless the mapped texture's texel size and extent fit ``array`` (first map: unknown)."""
+    if resource.bytes_per_texel and resource.bytes_per_texel != texel:
+        raise InteropError(
+            f"texture GL {resource.gl_name} stores {resource.bytes_per_texel} bytes per texel but the array "
+            f"gives {texel} ({array.dtype}, shape {array.shape}); give the texture a matching internalformat")
+    if resource.extent is not None and (resource.extent[:2] != (width, height)
+                                        or (dims == 3 and resource.extent[2] != depth)):
+        raise InteropError(f"texture GL {resource.gl_name} has extent {resource.extent}, "
+                           f"the array needs {(width, height, depth)}")
+
+
+SURFACE_KERNELS = Path(__file__).resolve().parent / "kernels" / "texture_surface.cu"
+SURFACE_THREADS = 256
+_surface_module: dict = {}
+
+
+def _launch_surface_kernel(name: str, dims: int, width: int, height: int, depth: int, arguments):
+    """Launch ``name``<dims, 4 or 1> over every texel of a (depth, height, width) texture on the current stream."""
+    cupy, _ = _cuda_modules()
+    if "module" not in _surface_module:
+        names = tuple(f"{kernel}<{d}, {w}>" for kernel in ("copy_to_surface", "encode_to_surface")
+                      for d in (2, 3) for w in (1, 4))
+        _surface_module["module"] = cupy.RawModule(code=SURFACE_KERNELS.read_text(), options=("--std=c++17",),
+                                                   name_expressions=names)
+    wide = 4 if width % 4 == 0 else 1
+    kernel = _surface_module["module"].get_function(f"{name}<{dims}, {wide}>")
+    units = depth * height * (width // wide)
+    blocks = max(1, min(-(-units // SURFACE_THREADS), 65535))
+    kernel((blocks,), (SURFACE_THREADS,), arguments(units))
 
 
 # ------------------------------------------------------------------- VisPy's private side ---
@@ -433,9 +506,23 @@ class CanvasInterop:
         nothing, when the caller must upload from host memory instead: interop is off here (the
         reason is logged once), ``data`` is not a CuPy array, or the texture kind is unsupported.
         """
+        return self._texture_upload(texture, data, lambda resource, array: copy_into_texture(resource, array))
+
+    def try_state_texture(self, texture, spins, flipped=None, rewired=None) -> bool:
+        """Write the state codes of device ``spins`` (+ optional bool masks) into an r8 texture in one pass.
+
+        The same as ``try_texture(texture, encode_state(cupy, spins, flipped, rewired))`` without the
+        intermediate array (render/kernels/texture_surface.cu). False, having done nothing, when the caller
+        must encode and upload another way.
+        """
+        return self._texture_upload(texture, spins,
+                                    lambda resource, array: encode_into_texture(resource, array, flipped, rewired),
+                                    count_refusal=False)  # the caller's fallback goes through try_texture
+
+    def _texture_upload(self, texture, data, write, count_refusal: bool = True) -> bool:
         target = _texture_target(texture)
         if not (self.decide() and _is_device_array(data) and target is not None):
-            self.uploads["host"] += 1
+            self.uploads["host"] += count_refusal
             return False
         cupy, runtime = _cuda_modules()
         try:
@@ -445,11 +532,11 @@ class CanvasInterop:
                 self._unregister(texture.id)  # before VisPy re-creates the storage
                 texture.resize(array.shape)
             resource = self._resource(texture, target,
-                                      runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsWriteDiscard)
-            copy_into_texture(resource, array)
+                                      runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsSurfaceLoadStore)
+            write(resource, array)
         except Exception as exc:  # InteropError, or anything unforeseen: the frame must still be drawn
             self._fail(exc)
-            self.uploads["host"] += 1
+            self.uploads["host"] += count_refusal
             return False
         self.uploads["interop"] += 1
         return True
@@ -567,6 +654,12 @@ def try_upload_texture(texture, data) -> bool:
     """
     canvas = owning_canvas(texture)
     return canvas is not None and interop_for(canvas).try_texture(texture, data)
+
+
+def try_upload_state(texture, spins, flipped=None, rewired=None) -> bool:
+    """Interop state-code upload into whichever canvas owns ``texture`` (see CanvasInterop.try_state_texture)."""
+    canvas = owning_canvas(texture)
+    return canvas is not None and interop_for(canvas).try_state_texture(texture, spins, flipped, rewired)
 
 
 def try_upload_buffer(buffer, data, offset: int = 0) -> bool:

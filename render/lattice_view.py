@@ -12,7 +12,6 @@ from vispy import scene
 
 from render import palette
 from render.unfold import UnfoldLayout
-from render.upload import encode_state
 from render.visuals import LatticeCube, LatticeImage, LinkGeometry, UnfoldedLattice, state_texture
 
 MODES_3D = ("cube", "unfold")
@@ -47,15 +46,23 @@ class LatticeView:
     # ---- data --------------------------------------------------------------------------------
     def set_state(self, state) -> None:
         """Show uint8 state codes of shape (L, L) or (L, L, L); NumPy or CuPy."""
-        dim, L = state.ndim, state.shape[0]
-        if dim not in (2, 3) or any(n != L for n in state.shape):
-            raise ValueError(f"state: must be a square (L, L) or cubic (L, L, L) array; got shape {state.shape}")
+        self._show(state, "state", lambda visual: visual.set_state(state))
+
+    def show_spins(self, xp, spins, flipped=None, rewired_mask=None) -> None:
+        """Show spins and optional bool masks, encoded on the arrays' own device (``xp``); on a CUDA-GL
+        canvas straight into the texture (render/upload.py: upload_state)."""
+        self._show(spins, "spins", lambda visual: visual.set_spins(xp, spins, flipped, rewired_mask))
+
+    def _show(self, array, name: str, upload) -> None:
+        dim, L = array.ndim, array.shape[0]
+        if dim not in (2, 3) or any(n != L for n in array.shape):
+            raise ValueError(f"{name}: must be a square (L, L) or cubic (L, L, L) array; got shape {array.shape}")
         geometry_changed = (dim, L) != (self.dim, self.L)
         self.dim, self.L = dim, L
         if dim == 2:
-            self.image.set_state(state)
+            upload(self.image)
         else:
-            self.cube.set_state(state)
+            upload(self.cube)
             if geometry_changed:
                 self.unfolded.set_layout(UnfoldLayout(L))
             self.unfolded.update()
@@ -65,10 +72,6 @@ class LatticeView:
             self._apply_mode()
             self._update_link_positions()
             self.reset_camera()
-
-    def show_spins(self, xp, spins, flipped=None, rewired_mask=None) -> None:
-        """Encode on the array's own device (``xp``) and show."""
-        self.set_state(encode_state(xp, spins, flipped, rewired_mask))
 
     def set_links(self, edges, L: int, dim: int) -> None:
         """Rewired links to draw: (R, 2) flat site indices (None or empty: no links)."""

@@ -67,6 +67,15 @@ def upload_texture(texture, array) -> None:
     texture.set_data(host)
 
 
+def upload_state(texture, xp, spins, flipped=None, rewired_mask=None) -> None:
+    """Show spins (and optional bool masks) as state codes in an r8 texture: ``upload_texture(texture,
+    encode_state(...))``, except that CuPy arrays on a CUDA-GL canvas are encoded straight into the texture
+    by one kernel (render/interop.py), with no intermediate array and no host copy."""
+    if interop.try_upload_state(texture, spins, flipped, rewired_mask):
+        return
+    upload_texture(texture, encode_state(xp, spins, flipped, rewired_mask))
+
+
 def upload_buffer(vbo, array) -> None:
     """Write an (N, k) float32 array into a gloo VertexBuffer (resizing it when N changes)."""
     if not isinstance(array, np.ndarray):

@@ -13,7 +13,7 @@ from vispy.visuals import Visual
 from render.palette import shader_uniforms
 from render.shaders import fragment_with_palette, load_shader
 from render.unfold import UnfoldLayout
-from render.upload import upload_buffer, upload_texture
+from render.upload import upload_buffer, upload_state, upload_texture
 
 _UNIT_SQUARE = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], np.float32)
 
@@ -79,7 +79,15 @@ class LatticeImageVisual(_PaletteVisual):
     def set_state(self, state) -> None:
         """state: (H, W) uint8 codes, NumPy or CuPy."""
         upload_texture(self.texture, state)
-        size = (float(state.shape[1]), float(state.shape[0]))
+        self._set_size(state.shape)
+
+    def set_spins(self, xp, spins, flipped=None, rewired_mask=None) -> None:
+        """(H, W) spins and optional bool masks, encoded where they live (render/upload.py: upload_state)."""
+        upload_state(self.texture, xp, spins, flipped, rewired_mask)
+        self._set_size(spins.shape)
+
+    def _set_size(self, shape) -> None:
+        size = (float(shape[1]), float(shape[0]))
         if size != self.size:  # a uniform set to its old value would still be sent to GL at every draw
             self.size = size
             self.shared_program["u_size"] = size
@@ -112,6 +120,11 @@ class LatticeCubeVisual(_PaletteVisual):
         """state: (D, H, W) uint8 codes, spins[z, y, x]."""
         upload_texture(self.texture, state)
         self.set_size(state.shape)
+
+    def set_spins(self, xp, spins, flipped=None, rewired_mask=None) -> None:
+        """(D, H, W) spins and optional bool masks, encoded where they live (render/upload.py: upload_state)."""
+        upload_state(self.texture, xp, spins, flipped, rewired_mask)
+        self.set_size(spins.shape)
 
     def set_size(self, shape) -> None:
         depth, height, width = shape

@@ -237,7 +237,8 @@ def _fake_cuda(device_count=1):
         cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: device_count),
                                    Device=lambda: types.SimpleNamespace(id=0)),
         ascontiguousarray=lambda a: a)
-    flags = types.SimpleNamespace(cudaGraphicsRegisterFlagsWriteDiscard=1, cudaGraphicsRegisterFlagsNone=0)
+    flags = types.SimpleNamespace(cudaGraphicsRegisterFlagsNone=0, cudaGraphicsRegisterFlagsWriteDiscard=1,
+                                  cudaGraphicsRegisterFlagsSurfaceLoadStore=2)
     runtime = types.SimpleNamespace(cudaGraphicsRegisterFlags=flags)
     return cupy, runtime
 

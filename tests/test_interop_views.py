@@ -123,6 +123,35 @@ def test_views_draw_identical_pixels_through_interop_and_host(canvases, mode):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(48, 48), (30, 30), (12, 12, 12), (10, 10, 10)])  # 4 texels per thread, or 1
+def test_spins_encoded_into_the_texture_draw_the_pixels_of_the_host_path(canvases, shape):
+    import cupy
+
+    rng = np.random.default_rng(11)
+    spins = cupy.asarray(np.where(rng.random(shape) < 0.5, 1, -1).astype(np.int8))
+    flipped = cupy.asarray(rng.random(shape) < 0.2)
+    rewired = cupy.asarray(rng.random(shape) < 0.1)
+    images = {}
+    for path in ("interop", "host"):
+        canvas = canvases()
+        gpu = interop.interop_for(canvas)
+        if path == "host":
+            gpu.force_host("test: host path")
+        view = _view(canvas)
+        view.set_highlights(True, True)
+        for _ in range(2):  # the first upload of a new texture precedes VisPy's first draw (host)
+            view.show_spins(cupy, spins, flipped, rewired)
+            images[path] = canvas.render(alpha=False)
+        if path == "interop":
+            assert gpu.enabled, gpu.reason
+            assert gpu.uploads["interop"] >= 1, gpu.uploads
+        else:
+            assert gpu.uploads["interop"] == 0
+    assert len(np.unique(images["host"].reshape(-1, 3), axis=0)) > 3  # up, down, flipped and rewired cells
+    assert np.array_equal(images["interop"], images["host"])
+
+
+@pytest.mark.gpu
 def test_encode_state_on_cupy_gives_the_numpy_codes():
     import cupy
 
