@@ -299,6 +299,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """Pause and advance exactly one step; its flipped cells are highlighted until the next step."""
         if self.running:
             self.set_running(False)
+        self.lattice_view.before_step()
         self.session.advance(1, None)
         self._refresh_lattice()
         self._update_plots(force=True)
@@ -400,6 +401,7 @@ class MainWindow(QtWidgets.QMainWindow):
             if limit > 0:
                 # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
                 budget = FRAME_BUDGET_S if self.adaptive and self._step_target is None else None
+                self.lattice_view.before_step()
                 self._counters["steps"] += self.session.advance(limit, budget)
             self._refresh_lattice()
             if self._step_target is not None and self.model.step_count >= self._step_target:

@@ -70,6 +70,7 @@ class FrameBench:
         gl.glFinish()
 
     def frame(self) -> None:
+        self.view.before_step()
         self.model.step(1)
         self.show()
         self.draw()

@@ -117,20 +117,38 @@ class GraphicsResource:
     def registered(self) -> bool:
         return self._handle is not None
 
-    @contextlib.contextmanager
-    def mapped(self, stream=None):
-        """Map for CUDA on ``stream`` (CuPy's current stream by default); unmap on exit."""
+    @property
+    def is_mapped(self) -> bool:
+        return self._mapped
+
+    def map(self, stream=None):
+        """Map for CUDA on ``stream`` (CuPy's current stream by default), unless it is mapped already."""
         _, rt = _cuda_modules()
         if self._handle is None:
             raise InteropError(f"GL object {self.gl_name} is no longer registered")
+        if self._mapped:
+            return
         stream = _stream_handle() if stream is None else stream
         _check(rt.cudaGraphicsMapResources(1, self._handle, stream), "cudaGraphicsMapResources")
         self._mapped = True
+
+    def unmap(self, stream=None):
+        """Give the object back to OpenGL (no-op when it is not mapped)."""
+        _, rt = _cuda_modules()
+        if not self._mapped or self._handle is None:
+            return
+        self._mapped = False
+        stream = _stream_handle() if stream is None else stream
+        _check(rt.cudaGraphicsUnmapResources(1, self._handle, stream), "cudaGraphicsUnmapResources")
+
+    @contextlib.contextmanager
+    def mapped(self, stream=None):
+        """Mapped for CUDA inside the block (on entry, unless ``map`` did it earlier); unmapped on exit."""
+        self.map(stream)
         try:
             yield self
         finally:
-            self._mapped = False
-            _check(rt.cudaGraphicsUnmapResources(1, self._handle, stream), "cudaGraphicsUnmapResources")
+            self.unmap(stream)
 
     def mapped_array(self):
         """The cudaArray_t of a mapped texture (level 0), with its texel size checked once."""
@@ -172,9 +190,12 @@ class GraphicsResource:
         if self._handle is None:
             return
         _, rt = _cuda_modules()
-        handle, self._handle = self._handle, None
-        _live_resources -= 1
-        _check(rt.cudaGraphicsUnregisterResource(handle), f"cudaGraphicsUnregisterResource(GL {self.gl_name})")
+        try:
+            self.unmap()
+        finally:
+            handle, self._handle = self._handle, None
+            _live_resources -= 1
+            _check(rt.cudaGraphicsUnregisterResource(handle), f"cudaGraphicsUnregisterResource(GL {self.gl_name})")
 
 
 def copy_into_texture(resource: GraphicsResource, array, stream=None):
@@ -370,6 +391,7 @@ class CanvasInterop:
         self._resources: dict[int, tuple[weakref.ref, GraphicsResource]] = {}
         self._shadows: dict[int, object] = {}  # host-path stand-ins for mapped buffers
         self.uploads = {"interop": 0, "host": 0}  # how each upload went (host: the caller copied from host)
+        self._draw_hooked = False
 
     # -- deciding ----------------------------------------------------------------------------
     def _probe(self) -> tuple[bool, str]:
@@ -496,6 +518,39 @@ class CanvasInterop:
 
     def resources(self) -> int:
         return len(self._resources)
+
+    # -- frame phases ----------------------------------------------------------------------
+    def acquire(self) -> None:
+        """Map this canvas's registered textures for CUDA now, before the simulation step whose result the
+        next upload writes into them, so that the step and the write form one CUDA phase between two GL ones.
+
+        On the H100 a switch of the GPU between the GL and the CUDA context is what a frame mostly costs: a
+        texture mapped after the step adds one (about 0.35 ms a frame; bench/NOTES.md, "Rendering"). An
+        upload finds the texture mapped, writes and unmaps it; whatever is still mapped when the canvas draws
+        is unmapped first (a hook on the draw event), so a frame without an upload is safe. Off the interop
+        path this does nothing.
+        """
+        if not (self._decided and self.enabled):
+            return
+        try:
+            _make_current(self.canvas)
+            self._drop_dead()
+            for _, resource in self._resources.values():
+                if resource.target is not None:
+                    resource.map()
+            if not self._draw_hooked:
+                self.canvas.events.draw.connect(self._unmap_before_draw, position="first")
+                self._draw_hooked = True
+        except Exception as exc:
+            self._fail(exc)
+
+    def _unmap_before_draw(self, event=None) -> None:
+        for _, resource in list(self._resources.values()):
+            try:
+                resource.unmap()
+            except InteropError as exc:
+                self._fail(exc)
+                return
 
     # -- uploads ---------------------------------------------------------------------------
     def try_texture(self, texture, data) -> bool:

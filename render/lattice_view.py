@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from vispy import scene
 
-from render import palette
+from render import interop, palette
 from render.unfold import UnfoldLayout
 from render.visuals import LatticeCube, LatticeImage, LinkGeometry, UnfoldedLattice, state_texture
 
@@ -52,6 +52,14 @@ class LatticeView:
         """Show spins and optional bool masks, encoded on the arrays' own device (``xp``); on a CUDA-GL
         canvas straight into the texture (render/upload.py: upload_state)."""
         self._show(spins, "spins", lambda visual: visual.set_spins(xp, spins, flipped, rewired_mask))
+
+    def before_step(self) -> None:
+        """Call before advancing the simulation whose state the next ``show_spins``/``set_state`` shows: on a
+        CUDA-GL canvas the lattice texture is mapped for CUDA now, so step and texture write run as one CUDA
+        phase (render/interop.py: CanvasInterop.acquire). A draw without that upload is still safe."""
+        canvas = self.viewbox.canvas
+        if canvas is not None:
+            interop.interop_for(canvas).acquire()
 
     def _show(self, array, name: str, upload) -> None:
         dim, L = array.ndim, array.shape[0]

@@ -83,6 +83,7 @@ def test_views_without_cuda_gl_fall_back_and_say_so_once(canvases, caplog):
     state_2d, state_3d = _states(np)
     view = _view(canvas)
     image = _show_twice(canvas, view, state_2d)
+    view.before_step()  # nothing to map off the interop path
     view.set_state(state_3d)
     canvas.render()
     gpu = interop.interop_for(canvas)
@@ -148,6 +149,37 @@ def test_spins_encoded_into_the_texture_draw_the_pixels_of_the_host_path(canvase
         else:
             assert gpu.uploads["interop"] == 0
     assert len(np.unique(images["host"].reshape(-1, 3), axis=0)) > 3  # up, down, flipped and rewired cells
+    assert np.array_equal(images["interop"], images["host"])
+
+
+@pytest.mark.gpu
+def test_a_texture_mapped_before_the_step_shows_the_stepped_state(canvases):
+    import cupy
+
+    rng = np.random.default_rng(5)
+    spins = cupy.asarray(np.where(rng.random((40, 40)) < 0.5, 1, -1).astype(np.int8))
+    flipped = cupy.asarray(rng.random((40, 40)) < 0.2)
+    images = {}
+    for path in ("interop", "host"):
+        canvas = canvases()
+        gpu = interop.interop_for(canvas)
+        if path == "host":
+            gpu.force_host("test: host path")
+        view = _view(canvas)
+        for _ in range(2):
+            view.show_spins(cupy, spins, flipped)
+            canvas.render()
+        view.before_step()
+        if path == "interop":
+            assert gpu.enabled and any(r.is_mapped for _, r in gpu._resources.values())
+        stepped = -spins  # CUDA work while the texture is mapped
+        view.show_spins(cupy, stepped, ~flipped)
+        assert not any(r.is_mapped for _, r in gpu._resources.values())
+        images[path] = canvas.render(alpha=False)
+        view.before_step()  # a frame without an upload: the draw hook gives the texture back to GL
+        canvas.events.draw(region=None)
+        assert not any(r.is_mapped for _, r in gpu._resources.values())
+    assert len(np.unique(images["host"].reshape(-1, 3), axis=0)) > 2
     assert np.array_equal(images["interop"], images["host"])
 
 
