@@ -95,6 +95,23 @@ def test_views_without_cuda_gl_fall_back_and_say_so_once(canvases, caplog):
     assert len(np.unique(image.reshape(-1, 3), axis=0)) > 2  # the lattice is drawn
 
 
+def _images_through_interop_and_host(canvases, draw):
+    """{"interop": image, "host": image}: ``draw(canvas, view, gpu)`` on a fresh canvas through each path."""
+    images = {}
+    for path in ("interop", "host"):
+        canvas = canvases()
+        gpu = interop.interop_for(canvas)
+        if path == "host":
+            gpu.force_host("test: host path")
+        images[path] = draw(canvas, _view(canvas), gpu)
+        if path == "interop":
+            assert gpu.enabled, gpu.reason
+            assert gpu.uploads["interop"] >= 1, gpu.uploads
+        else:
+            assert gpu.uploads["interop"] == 0
+    return images
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["2d", "cube", "unfold"])
 def test_views_draw_identical_pixels_through_interop_and_host(canvases, mode):
@@ -102,23 +119,15 @@ def test_views_draw_identical_pixels_through_interop_and_host(canvases, mode):
 
     state_2d, state_3d = _states(cupy)
     state = state_2d if mode == "2d" else state_3d
-    images = {}
-    for path in ("interop", "host"):
-        canvas = canvases()
-        gpu = interop.interop_for(canvas)
-        if path == "host":
-            gpu.force_host("test: host path")
-        view = _view(canvas)
+
+    def draw(canvas, view, gpu):
         view.set_state(state)
         if mode != "2d":
             view.set_mode_3d(mode)
             view.set_peel(3)
-        images[path] = _show_twice(canvas, view, state)
-        if path == "interop":
-            assert gpu.enabled, gpu.reason
-            assert gpu.uploads["interop"] >= 1, gpu.uploads
-        else:
-            assert gpu.uploads["interop"] == 0
+        return _show_twice(canvas, view, state)
+
+    images = _images_through_interop_and_host(canvases, draw)
     assert len(np.unique(images["host"].reshape(-1, 3), axis=0)) > 2
     assert np.array_equal(images["interop"], images["host"])
 
@@ -132,22 +141,15 @@ def test_spins_encoded_into_the_texture_draw_the_pixels_of_the_host_path(canvase
     spins = cupy.asarray(np.where(rng.random(shape) < 0.5, 1, -1).astype(np.int8))
     flipped = cupy.asarray(rng.random(shape) < 0.2)
     rewired = cupy.asarray(rng.random(shape) < 0.1)
-    images = {}
-    for path in ("interop", "host"):
-        canvas = canvases()
-        gpu = interop.interop_for(canvas)
-        if path == "host":
-            gpu.force_host("test: host path")
-        view = _view(canvas)
+
+    def draw(canvas, view, gpu):
         view.set_highlights(True, True)
         for _ in range(2):  # the first upload of a new texture precedes VisPy's first draw (host)
             view.show_spins(cupy, spins, flipped, rewired)
-            images[path] = canvas.render(alpha=False)
-        if path == "interop":
-            assert gpu.enabled, gpu.reason
-            assert gpu.uploads["interop"] >= 1, gpu.uploads
-        else:
-            assert gpu.uploads["interop"] == 0
+            image = canvas.render(alpha=False)
+        return image
+
+    images = _images_through_interop_and_host(canvases, draw)
     assert len(np.unique(images["host"].reshape(-1, 3), axis=0)) > 3  # up, down, flipped and rewired cells
     assert np.array_equal(images["interop"], images["host"])
 
@@ -159,26 +161,25 @@ def test_a_texture_mapped_before_the_step_shows_the_stepped_state(canvases):
     rng = np.random.default_rng(5)
     spins = cupy.asarray(np.where(rng.random((40, 40)) < 0.5, 1, -1).astype(np.int8))
     flipped = cupy.asarray(rng.random((40, 40)) < 0.2)
-    images = {}
-    for path in ("interop", "host"):
-        canvas = canvases()
-        gpu = interop.interop_for(canvas)
-        if path == "host":
-            gpu.force_host("test: host path")
-        view = _view(canvas)
+
+    def mapped(gpu):
+        return any(resource.is_mapped for _, resource in gpu._resources.values())
+
+    def draw(canvas, view, gpu):
         for _ in range(2):
             view.show_spins(cupy, spins, flipped)
             canvas.render()
         view.before_step()
-        if path == "interop":
-            assert gpu.enabled and any(r.is_mapped for _, r in gpu._resources.values())
-        stepped = -spins  # CUDA work while the texture is mapped
-        view.show_spins(cupy, stepped, ~flipped)
-        assert not any(r.is_mapped for _, r in gpu._resources.values())
-        images[path] = canvas.render(alpha=False)
+        assert mapped(gpu) == gpu.enabled
+        view.show_spins(cupy, -spins, ~flipped)  # the step's CUDA work ran while the texture was mapped
+        assert not mapped(gpu)
+        image = canvas.render(alpha=False)
         view.before_step()  # a frame without an upload: the draw hook gives the texture back to GL
         canvas.events.draw(region=None)
-        assert not any(r.is_mapped for _, r in gpu._resources.values())
+        assert not mapped(gpu)
+        return image
+
+    images = _images_through_interop_and_host(canvases, draw)
     assert len(np.unique(images["host"].reshape(-1, 3), axis=0)) > 2
     assert np.array_equal(images["interop"], images["host"])
 
