@@ -3,9 +3,11 @@
 The thesis tool (003, section 7.3.1) mapped its colour buffer into CUDA every frame; this module
 does the same for VisPy gloo objects. CuPy has no OpenGL interop calls, so the CUDA side goes
 through cuda-python's runtime bindings (``cuda.bindings.runtime``): a gloo ``Texture2D`` /
-``Texture3D`` is registered with ``cudaGraphicsGLRegisterImage`` and filled by a device-to-device
-copy into its mapped CUDA array; a gloo buffer is registered with ``cudaGraphicsGLRegisterBuffer``
-and its mapped memory is handed out as a CuPy array. Everything runs on CuPy's current stream, so
+``Texture3D`` is registered with ``cudaGraphicsGLRegisterImage`` and filled through its mapped CUDA
+array -- one-byte texels by a kernel storing through a surface object (render/kernels/texture_surface.cu,
+which can also compute the lattice state codes on the way), wider ones by a device-to-device copy; a gloo
+buffer is registered with ``cudaGraphicsGLRegisterBuffer`` and its mapped memory is handed out as a
+CuPy array. Everything runs on CuPy's current stream, so
 it is ordered after the simulation kernels; unmapping orders it before the next GL draw.
 
 Per canvas (one GL context) the first upload decides once whether interop can be used, and when
@@ -16,6 +18,7 @@ another GPU); or a registration failed.
 All calls belong in the GL thread, outside a draw (they make the canvas's context current)::
 
     gpu = interop_for(canvas)
+    gpu.acquire()                                             # optional: map before the simulation step
     gpu.upload_texture(texture, state)                        # CuPy or NumPy array
     with gpu.mapped_buffer(vbo, numpy.float32, (n, 4)) as colours:
         colour_kernel(spins, colours)                         # writes the GL buffer in place
