@@ -249,7 +249,8 @@ def encode_into_texture(resource: GraphicsResource, spins, flipped=None, rewired
     for name, mask in (("flipped", flipped), ("rewired", rewired)):
         if mask is not None and tuple(mask.shape) != tuple(spins.shape):
             raise InteropError(f"{name}: shape {mask.shape} differs from the spins' {spins.shape}")
-        masks.append(cupy.ascontiguousarray(mask).view(cupy.uint8) if mask is not None else spins.view(cupy.uint8))
+        masks.append(cupy.ascontiguousarray(mask.astype(cupy.bool_, copy=False)).view(cupy.uint8)
+                     if mask is not None else spins.view(cupy.uint8))  # absent: never read (flag 0)
     spins = cupy.ascontiguousarray(spins)
     with resource.mapped(stream), resource.surface() as surface:
         _check_extent(resource, 1, spins, width, height, depth, dims)
