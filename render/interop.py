@@ -211,11 +211,9 @@ def copy_into_texture(resource: GraphicsResource, array, stream=None):
     depth, height, width = ((1,) + tuple(array.shape[:2]) if dims == 2 else tuple(array.shape[:3]))
     texel = array.itemsize * (array.shape[-1] if array.ndim == dims + 1 else 1)
     if texel == 1 and resource.flags_surface:
-        with resource.mapped(stream), resource.surface() as surface:
-            _check_extent(resource, texel, array, width, height, depth, dims)
-            _launch_surface_kernel("copy_to_surface", dims, width, height, depth,
-                                   lambda units: (array, np.uint64(surface), np.int32(width), np.int32(height),
-                                                  np.int64(units)))
+        _write_through_surface(resource, "copy_to_surface", array, (depth, height, width),
+                               lambda surface, units: (array, surface, np.int32(width), np.int32(height), units),
+                               stream)
         return
     with resource.mapped(stream):
         cuda_array = resource.mapped_array()
@@ -252,12 +250,37 @@ def encode_into_texture(resource: GraphicsResource, spins, flipped=None, rewired
         masks.append(cupy.ascontiguousarray(mask.astype(cupy.bool_, copy=False)).view(cupy.uint8)
                      if mask is not None else spins.view(cupy.uint8))  # absent: never read (flag 0)
     spins = cupy.ascontiguousarray(spins)
-    with resource.mapped(stream), resource.surface() as surface:
-        _check_extent(resource, 1, spins, width, height, depth, dims)
-        _launch_surface_kernel("encode_to_surface", dims, width, height, depth,
-                               lambda units: (spins, masks[0], masks[1], np.int32(flipped is not None),
-                                              np.int32(rewired is not None), np.uint64(surface), np.int32(width),
-                                              np.int32(height), np.int64(units)))
+    flags = (np.int32(flipped is not None), np.int32(rewired is not None))
+    _write_through_surface(resource, "encode_to_surface", spins, (depth, height, width),
+                           lambda surface, units: (spins, *masks, *flags, surface, np.int32(width), np.int32(height),
+                                                   units),
+                           stream)
+
+
+class _RawStream:
+    """A bare cudaStream_t handle, seen through the CUDA stream protocol (for cupy.cuda.Stream.from_external)."""
+
+    def __init__(self, handle: int):
+        self.handle = int(handle)
+
+    def __cuda_stream__(self):
+        return 0, self.handle
+
+
+def _write_through_surface(resource: GraphicsResource, kernel: str, source, shape, arguments, stream=None):
+    """Map ``resource``, check it against the one-byte ``source`` of (depth, height, width) ``shape``, and run
+    surface kernel ``kernel`` over it with ``arguments(surface, units)`` on ``stream`` (CuPy's current one by
+    default, the stream the mapping is ordered on)."""
+    cupy, _ = _cuda_modules()
+    depth, height, width = shape
+    dims = 3 if resource.target == GL_TEXTURE_3D else 2
+    current = _stream_handle()
+    stream = current if stream is None else stream
+    on_stream = contextlib.nullcontext() if stream == current else cupy.cuda.Stream.from_external(_RawStream(stream))
+    with resource.mapped(stream), resource.surface() as surface, on_stream:
+        _check_extent(resource, 1, source, width, height, depth, dims)
+        _launch_surface_kernel(kernel, dims, width, height, depth,
+                               lambda units: arguments(np.uint64(surface), np.int64(units)))
 
 
 def _check_extent(resource, texel, array, width, height, depth, dims):
@@ -278,7 +301,8 @@ _surface_module: dict = {}
 
 
 def _launch_surface_kernel(name: str, dims: int, width: int, height: int, depth: int, arguments):
-    """Launch ``name``<dims, 4 or 1> over every texel of a (depth, height, width) texture on the current stream."""
+    """Launch ``name``<dims, 4 or 1> over every texel of a (depth, height, width) texture on CuPy's current
+    stream; ``arguments(units)`` gives the kernel's arguments for the number of work units."""
     cupy, _ = _cuda_modules()
     if "module" not in _surface_module:
         names = tuple(f"{kernel}<{d}, {w}>" for kernel in ("copy_to_surface", "encode_to_surface")

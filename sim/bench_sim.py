@@ -254,12 +254,12 @@ def run_case(cp, name: str, spec: dict, args) -> dict:
     details["steps_timed"] = model.step_count - count_before
 
     engine, rng = model._engine, model._rng
-    update = getattr(engine, algorithm.replace("-", "_"))
     spins = model.spins
     if algorithm == "metropolis" and hasattr(engine, "metropolis_sweeps"):  # what model.step(steps) runs
         whole = graph_time(cp, lambda: engine.metropolis_sweeps(spins, T, rng, steps, want_mask=False), 1, repeats)
         kernel = None if whole is None else whole / steps
     else:
+        update = getattr(engine, algorithm.replace("-", "_"))
         kernel = graph_time(cp, lambda: update(spins, T, rng, want_mask=False), steps, repeats)
     if kernel is not None:
         details["kernel_only"] = round(rate(metric, kernel, n), 4)
