@@ -6,10 +6,16 @@
 - Without a display, Qt would abort the whole session on the first window; we fall back to Qt's
   ``offscreen`` platform so that GUI tests fail (or skip) one by one instead. Run GUI tests under Xvfb
   (``bash .ci/test`` does this).
+- After each test, once VisPy's app layer is loaded, garbage is collected: closed windows and canvases
+  (Qt and VisPy objects in reference cycles) are freed then, and not by a later, random collection that
+  could run their finalisers inside another test's Qt event dispatch -- a canvas being shown -- and crash
+  the process (segfault in VisPy's Qt backend ``event``, seen with PySide6 6.11.3 and 6.12.0).
 """
 from __future__ import annotations
 
+import gc
 import os
+import sys
 
 import pytest
 
@@ -61,3 +67,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             skip = pytest.mark.skip(reason=f"needs a usable CUDA device: {reason}")
             for item in gpu_items:
                 item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _collect_closed_canvases():
+    # autouse and without dependencies: set up first, torn down last, after qtbot and the canvas fixtures
+    yield
+    if "vispy.app" in sys.modules:
+        gc.collect()
