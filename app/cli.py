@@ -1,4 +1,5 @@
-"""The ``latticelab`` command: the GUI (default), headless runs and benchmarks.
+"""The ``latticelab`` command: the GUI (default) and headless runs; the composition root
+(latticelab/__main__.py) adds the benchmarks through ``extra_commands``.
 
 Bad input ends with one line naming the parameter and exit status 2, never a traceback.
 """
@@ -12,13 +13,6 @@ import os
 import sys
 import time
 
-# Subcommands implemented elsewhere: name -> (module, help). Each module has add_arguments(parser) and main(args).
-BENCHMARKS = {
-    "sim": ("sim.bench_sim", "Ising update kernels against the naive CuPy reference (CUDA GPU)"),
-    "render": ("render.bench", "full frames through CUDA-OpenGL interop against host uploads (CUDA GPU)"),
-    "cpu": ("sim.bench_cpu", "the NumPy path's Metropolis sweeps against a plain vectorised NumPy checkerboard"),
-    "iso": ("sim.bench_iso", "iso-surfaces of a 3D spectrum: GPU marching cubes against scikit-image"),
-}
 
 
 class UsageError(Exception):
@@ -42,7 +36,7 @@ def _add_model_arguments(p: argparse.ArgumentParser, *, defaults: dict) -> None:
     p.add_argument("--start", default="hot", help="hot (random) or cold (all up)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(extra_commands=()) -> argparse.ArgumentParser:
     parser = _Parser(prog="latticelab", description="Interactive GPU laboratory for lattice and network models.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the program decides and why")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -58,29 +52,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     gui = sub.add_parser("gui", help="the desktop application (default when no command is given)")
     try:
-        importlib.import_module("app.gui").add_arguments(gui)
+        importlib.import_module("latticelab.app.gui").add_arguments(gui)
     except ImportError as exc:
         gui.set_defaults(gui_unavailable=str(exc))
 
-    bench = sub.add_parser("bench", help="benchmarks; each writes bench/results/<name>-<gpu>.json")
-    bench_sub = bench.add_subparsers(dest="benchmark", parser_class=_Parser, required=True)
-    for name, (module, help_text) in BENCHMARKS.items():
-        bp = bench_sub.add_parser(name, help=help_text)
-        bp.set_defaults(bench_module=module)
-        try:
-            importlib.import_module(module).add_arguments(bp)
-        except ImportError as exc:
-            bp.set_defaults(bench_unavailable=f"{module} cannot be imported: {exc}")
-        if name == "iso":
-            bp.add_argument("--show", action="store_true",
-                            help="time the whole update: mesh handed to a VisPy iso view and drawn off-screen")
-            bp.add_argument("--gl-app", default=None,
-                            help="VisPy app backend for --show, e.g. egl on a headless GPU machine")
+    for add_command in extra_commands:
+        add_command(sub, _Parser)
     return parser
 
 
 def run_ising(args) -> int:
-    from sim.ising import IsingModel
+    from latticelab.sim.models.ising.model import IsingModel
     if args.steps < 0 or args.equilibrate < 0:
         raise UsageError("--steps and --equilibrate must be non-negative integers")
     if args.csv and os.path.exists(args.csv) and not args.overwrite:
@@ -123,7 +105,7 @@ def _no_display_reason() -> str | None:
 def run_gui(args, *, explicit: bool) -> int:
     reason = getattr(args, "gui_unavailable", None) or _no_display_reason()
     if reason is None:
-        return importlib.import_module("app.gui").run_gui(args)
+        return importlib.import_module("latticelab.app.gui").run_gui(args)
     if explicit:
         raise UsageError(f"gui: cannot open a window: {reason}; run under a desktop session or "
                          "xvfb-run, or use 'latticelab run ising' for headless runs")
@@ -132,26 +114,14 @@ def run_gui(args, *, explicit: bool) -> int:
     return run_ising(build_parser().parse_args(["run", "ising", "--L", "128", "--steps", "200"]))
 
 
-def run_bench(args) -> int:
-    if getattr(args, "bench_unavailable", None):
-        raise UsageError(args.bench_unavailable)
-    module = importlib.import_module(args.bench_module)
-    if getattr(args, "show", False):
-        # sim may not import render, so the drawing hook is handed in from here.
-        import vispy
-        if args.gl_app:
-            vispy.use(app=args.gl_app)
-        from render.isosurface import make_show_hook
-        return module.main(args, show_factory=make_show_hook)
-    return module.main(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from sim.params import ParameterError
-    from sim.backend import BackendError
+def main(argv: list[str] | None = None, extra_commands=()) -> int:
+    """Run the command line; ``extra_commands`` are functions (subparsers, parser_class) that add commands
+    whose parsers set a ``handler(args)`` default."""
+    from latticelab.sim.params import ParameterError
+    from latticelab.sim.backend import BackendError
     argv = sys.argv[1:] if argv is None else argv
     try:
-        parser = build_parser()
+        parser = build_parser(extra_commands)
         args = parser.parse_args(argv)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
@@ -162,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_gui(args, explicit=explicit)
         if args.command == "run":
             return run_ising(args)
-        return run_bench(args)
+        return args.handler(args)
     except (UsageError, ParameterError, BackendError) as exc:
         print(f"latticelab: error: {exc}", file=sys.stderr)
         return 2

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-from app import scales
-from sim.params import ALGORITHMS as MODEL_ALGORITHMS
+from latticelab.app import scales
+from latticelab.sim.params import ALGORITHMS as MODEL_ALGORITHMS
 
 L_PRESETS = {2: (64, 128, 256, 512, 1024, 2048, 4096), 3: (16, 32, 64, 128, 256)}
 ALGORITHMS = (*MODEL_ALGORITHMS, "hybrid")   # hybrid: m Metropolis sweeps then w Wolff flips

@@ -54,14 +54,14 @@ def _window_size(text: str | None):
     except ValueError:
         width = height = 0
     if width < 200 or height < 200:
-        from sim.params import ParameterError
+        from latticelab.sim.params import ParameterError
         raise ParameterError("window-size", f"must be WIDTHxHEIGHT with both >= 200, e.g. 1400x860; got {text!r}")
     return width, height
 
 
 def resolve_parameters(args, prefs, gpu: bool):
     """Command line first, then stored preferences, then defaults."""
-    from app.session import DEFAULT_T, SimulationParameters, default_L
+    from latticelab.app.session import DEFAULT_T, SimulationParameters, default_L
 
     def pick(value, key, fallback):
         if value is not None:
@@ -90,11 +90,11 @@ def run_gui(args) -> int:
     vispy.use(app="pyside6")
     from PySide6 import QtCore, QtWidgets
 
-    from app.main_window import MainWindow
-    from app.session import SimulationParameters
-    from app.settings import Preferences
-    from sim.backend import select_backend
-    from sim.params import ParameterError
+    from latticelab.app.main_window import MainWindow
+    from latticelab.app.session import SimulationParameters
+    from latticelab.app.settings import Preferences
+    from latticelab.sim.backend import select_backend
+    from latticelab.sim.params import ParameterError
 
     size = _window_size(args.window_size)
     if args.steps is not None and args.steps < 0:

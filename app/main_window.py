@@ -16,18 +16,18 @@ import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 from vispy import scene
 
-from app import files, spectral_panel
-from app.controls import ControlsPanel
-from app.dialogs import confirm_replace
-from app.qt_compat import protect_singletons
-from app.session import DEFAULT_T, Session, SimulationParameters, default_L
-from app.settings import Preferences
-from render import palette
-from render.lattice_view import LatticeView
-from render.plots import LivePlots
-from render.unfold import UnfoldLayout
-from render.upload import to_host
-from sim.params import ParameterError
+from latticelab.app import files, spectral_panel
+from latticelab.app.controls import ControlsPanel
+from latticelab.app.dialogs import confirm_replace
+from latticelab.app.qt_compat import protect_singletons
+from latticelab.app.session import DEFAULT_T, Session, SimulationParameters, default_L
+from latticelab.app.settings import Preferences
+from latticelab.render import palette
+from latticelab.render.lattice_view import LatticeView
+from latticelab.render.plots import LivePlots
+from latticelab.render.unfold import UnfoldLayout
+from latticelab.render.upload import to_host
+from latticelab.sim.params import ParameterError
 
 log = logging.getLogger(__name__)
 

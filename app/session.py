@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, replace
 
-from app.history import ObservableHistory
-from render.upload import encode_state
-from sim.ising import IsingModel
+from latticelab.app.history import ObservableHistory
+from latticelab.render.upload import encode_state
+from latticelab.sim.models.ising.model import IsingModel
 
 DEFAULT_T = {2: 2.25, 3: 4.45}   # just below T_c (2.2692 in 2D, 4.5115 in 3D)
 

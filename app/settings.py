@@ -9,7 +9,7 @@ import math
 
 from PySide6 import QtCore
 
-from sim import params as checks
+from latticelab.sim import params as checks
 
 
 def _int(value) -> int:

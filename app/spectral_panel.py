@@ -16,12 +16,12 @@ from typing import Callable
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
-from app.dialogs import confirm_replace
-from render.isosurface import SpectrumIsoView
-from render.plots import one_font_manager
-from render.spectral import ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
-from sim import spectral
-from sim.clusters import cluster_sizes_of_model, size_histogram
+from latticelab.app.dialogs import confirm_replace
+from latticelab.render.isosurface import SpectrumIsoView
+from latticelab.render.plots import one_font_manager
+from latticelab.render.spectral import ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
+from latticelab.sim.analysis import spectral
+from latticelab.sim.models.ising.clusters import cluster_sizes_of_model, size_histogram
 
 log = logging.getLogger(__name__)
 

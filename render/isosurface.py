@@ -17,8 +17,8 @@ from vispy import gloo, scene
 from vispy.scene.visuals import create_visual_node
 from vispy.visuals import Visual
 
-from render.shaders import load_shader
-from sim.marching_cubes import Mesh, marching_cubes
+from latticelab.render.shaders import load_shader
+from latticelab.sim.analysis.marching_cubes import Mesh, marching_cubes
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def _upload(buffer, array, canvas) -> str:
     """Into a gloo buffer: through CUDA-GL interop for CuPy data when the canvas allows it, else host."""
     if canvas is not None and not isinstance(array, np.ndarray):
         try:
-            from render.interop import interop_for
+            from latticelab.render.interop import interop_for
         except ImportError:
             pass
         else:

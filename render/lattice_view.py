@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from vispy import scene
 
-from render import interop, palette
-from render.unfold import UnfoldLayout
-from render.visuals import LatticeCube, LatticeImage, LinkGeometry, UnfoldedLattice, state_texture
+from latticelab.render import interop, palette
+from latticelab.render.unfold import UnfoldLayout
+from latticelab.render.visuals import LatticeCube, LatticeImage, LinkGeometry, UnfoldedLattice, state_texture
 
 MODES_3D = ("cube", "unfold")
 MAX_LINKS_DRAWN = 20_000

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from render.upload import FLIPPED, REWIRED, SPIN_UP, to_host
+from latticelab.render.upload import FLIPPED, REWIRED, SPIN_UP, to_host
 
 SPIN_DOWN = (0.0, 1.0, 0.0, 1.0)
 SPIN_UP_COLOUR = (0.0, 0.0, 0.0, 1.0)

@@ -11,7 +11,7 @@ import contextlib
 
 import vispy.visuals.text.text as vispy_text
 
-from render.visuals import Polyline
+from latticelab.render.visuals import Polyline
 
 PLOT_BACKGROUND = (0.11, 0.11, 0.13, 1.0)
 TEXT = (0.85, 0.85, 0.85, 1.0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from vispy import scene
 
-from sim.spectral import SphericalMean, SphericalSummary
+from latticelab.sim.analysis.spectral import SphericalMean, SphericalSummary
 
 TEXT = (0.85, 0.85, 0.85, 1.0)
 BACKGROUND = (0.11, 0.11, 0.13, 1.0)

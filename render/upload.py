@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from render import interop
+from latticelab.render import interop
 
 SPIN_UP = 1
 FLIPPED = 2

@@ -10,10 +10,10 @@ from vispy import gloo
 from vispy.scene.visuals import create_visual_node
 from vispy.visuals import Visual
 
-from render.palette import shader_uniforms
-from render.shaders import fragment_with_palette, load_shader
-from render.unfold import UnfoldLayout
-from render.upload import upload_buffer, upload_state, upload_texture
+from latticelab.render.palette import shader_uniforms
+from latticelab.render.shaders import fragment_with_palette, load_shader
+from latticelab.render.unfold import UnfoldLayout
+from latticelab.render.upload import upload_buffer, upload_state, upload_texture
 
 _UNIT_SQUARE = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], np.float32)
 

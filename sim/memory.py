@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from sim.params import ParameterError
+from latticelab.sim.params import ParameterError
 
 # Working set of the vectorised updates per site: spins, a float32 random, the field, masks and temporaries.
 BYTES_PER_SITE = 24

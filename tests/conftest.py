@@ -28,7 +28,7 @@ def cuda_status() -> tuple[bool, str]:
     global _cuda_probe
     if _cuda_probe is None:
         try:
-            from sim.backend import select_backend
+            from latticelab.sim.backend import select_backend
 
             backend = select_backend("cuda")
             _cuda_probe = (True, f"CUDA device {backend.device_name}")

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sim.exact import onsager_energy
+from latticelab.sim.models.ising.exact import onsager_energy
 
 from test_ising_exact import block_mean_and_error
 
@@ -11,7 +11,7 @@ from test_ising_exact import block_mean_and_error
 def test_naive_baseline_reaches_onsager_energy():
     import cupy as cp
 
-    from sim.bench_sim import naive_metropolis
+    from latticelab.bench.sim import naive_metropolis
     T, L = 3.0, 64
     sweep = naive_metropolis(cp, 2, L, T, seed=5)
     for _ in range(300):

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from app.cli import main
+from latticelab.app.cli import main
 
 
 def test_run_ising_writes_one_row_per_step(tmp_path, capsys):
@@ -30,7 +30,7 @@ def test_existing_csv_is_not_overwritten(tmp_path, capsys):
                                         (["--p", "2"], "p"), (["--algorithm", "x"], "algorithm"),
                                         (["--backend", "tpu"], "backend"), (["--dim", "two"], "--dim")])
 def test_bad_input_exits_2_with_one_line(args, word):
-    proc = subprocess.run([sys.executable, "-m", "app", "run", "ising", "--steps", "1", *args],
+    proc = subprocess.run([sys.executable, "-m", "latticelab", "run", "ising", "--steps", "1", *args],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
@@ -40,7 +40,7 @@ def test_bad_input_exits_2_with_one_line(args, word):
 def test_without_a_display_the_default_command_runs_headless_and_gui_says_why(monkeypatch):
     env = {k: v for k, v in __import__("os").environ.items()
            if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    default = subprocess.run([sys.executable, "-m", "app"], capture_output=True, text=True, timeout=300, env=env)
+    default = subprocess.run([sys.executable, "-m", "latticelab"], capture_output=True, text=True, timeout=300, env=env)
     assert default.returncode == 0 and "headless" in default.stderr and "energy" in default.stdout
-    gui = subprocess.run([sys.executable, "-m", "app", "gui"], capture_output=True, text=True, timeout=120, env=env)
+    gui = subprocess.run([sys.executable, "-m", "latticelab", "gui"], capture_output=True, text=True, timeout=120, env=env)
     assert gui.returncode == 2 and "no display" in gui.stderr and "Traceback" not in gui.stderr

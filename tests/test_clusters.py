@@ -4,9 +4,9 @@ from collections import deque
 import numpy as np
 import pytest
 
-from sim.clusters import (cluster_sizes, label_by_hook_and_jump, label_like_spin_clusters, like_spin_bonds,
+from latticelab.sim.models.ising.clusters import (cluster_sizes, label_by_hook_and_jump, label_like_spin_clusters, like_spin_bonds,
                           size_histogram)
-from sim.lattice import build_lattice
+from latticelab.sim.models.ising.lattice import build_lattice
 
 
 def bfs_labels(spins, lattice):
@@ -95,8 +95,8 @@ def test_bad_shapes_and_methods_are_named():
 
 
 def test_model_spins_and_graph():
-    ising = pytest.importorskip("sim.ising")
-    from sim.clusters import cluster_sizes_of_model
+    ising = pytest.importorskip("latticelab.sim.models.ising.model")
+    from latticelab.sim.models.ising.clusters import cluster_sizes_of_model
     m = ising.IsingModel(dim=3, L=8, T=4.5, p=0.1, rewire_dims="x", seed=2, backend="numpy")
     m.step(3)
     sizes = cluster_sizes_of_model(m)

@@ -11,12 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from sim.backend import to_numpy
-from sim.gpu import philox
-from sim.ising import IsingModel, ReferenceEngine
-from sim.labelling import label_components
-from sim.lattice import build_lattice, site_colour
-from sim.rng import StreamRNG
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.gpu import philox
+from latticelab.sim.models.ising.model import IsingModel, ReferenceEngine
+from latticelab.sim.models.ising.swendsen_wang import label_components
+from latticelab.sim.models.ising.lattice import build_lattice, site_colour
+from latticelab.sim.rng import StreamRNG
 
 DEVICES = ["emulator", pytest.param("cuda", marks=pytest.mark.gpu)]
 
@@ -24,11 +24,11 @@ DEVICES = ["emulator", pytest.param("cuda", marks=pytest.mark.gpu)]
 def device_xp(device: str):
     """The array module the kernels run on: the CPU emulator's stand-in for CuPy, or CuPy itself."""
     if device == "emulator":
-        from sim.gpu.emulate import compiler, emulated_xp
+        from latticelab.sim.gpu.emulate import compiler, emulated_xp
         if compiler() is None:
             pytest.skip("no C++ compiler (g++) for the CUDA emulator")
         return emulated_xp()
-    from sim.backend import select_backend
+    from latticelab.sim.backend import select_backend
     return select_backend("cuda").xp
 
 
@@ -77,7 +77,7 @@ METROPOLIS_CASES = {
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_metropolis_kernels_match_their_numpy_twin(device):
-    from sim.gpu.engine import CudaEngine
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
     for (dim, L, p), inline in itertools.product(METROPOLIS_CASES[device], (True, False)):
         if inline is False and (p == 0 or L % 4):
@@ -102,7 +102,7 @@ def test_metropolis_kernels_match_their_numpy_twin(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_measure_matches_the_reference_engine(device):
-    from sim.gpu.engine import CudaEngine
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
     cases = [(2, 4, 0.3), (2, 16, 0.1), (2, 10, 0.2), (3, 8, 0.1), (3, 6, 0.0)]
     if device == "cuda":
@@ -117,7 +117,7 @@ def test_measure_matches_the_reference_engine(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_wolff_kernels_match_their_numpy_twin(device):
-    from sim.gpu.engine import CudaEngine
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
     cases = [(2, 16, 0.1), (2, 70, 0.01), (3, 8, 0.05), (2, 6, 0.2)]
     if device == "cuda":
@@ -137,7 +137,7 @@ def test_wolff_kernels_match_their_numpy_twin(device):
 
 @pytest.mark.gpu
 def test_the_cuda_backend_uses_the_fast_engine_in_place():
-    from sim.gpu.engine import CudaEngine
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
     m = IsingModel(dim=2, L=64, T=2.5, p=0.01, seed=3, backend="cuda")
     assert isinstance(m._engine, CudaEngine)
     for algorithm in ("metropolis", "wolff", "swendsen-wang"):
@@ -152,7 +152,7 @@ def test_the_cuda_backend_uses_the_fast_engine_in_place():
 @pytest.mark.gpu
 def test_onsager_energy_at_a_large_lattice():
     """The SIMD kernel at a production-like size: L = 1024, far from T_c on both sides."""
-    from sim.exact import onsager_energy
+    from latticelab.sim.models.ising.exact import onsager_energy
     for T, start in ((1.8, "cold"), (3.0, "hot")):
         m = IsingModel(dim=2, L=1024, T=T, seed=5, backend="cuda", start=start)
         m.step(500)
@@ -171,7 +171,7 @@ MULTISPIN_CASES = {
 
 
 def test_packed_layout_round_trip_and_positions():
-    from sim.gpu import multispin
+    from latticelab.sim.models.ising.gpu import multispin
     for dim, L in ((2, 64), (2, 128), (3, 64)):
         host = random_spins((L,) * dim, seed=L + dim)
         words = multispin.pack(host)
@@ -186,7 +186,7 @@ def test_packed_layout_round_trip_and_positions():
 @pytest.mark.parametrize("device", DEVICES)
 def test_multispin_sweeps_match_their_numpy_twin(device):
     """metropolis_sweeps on packed spins: the twin's spins after every call and the last sweep's mask."""
-    from sim.gpu.engine import CudaEngine
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
     for dim, L, p in MULTISPIN_CASES[device]:
         lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
@@ -227,7 +227,7 @@ def _key_with_ties(dim: int, L: int, T: float, tries: int = 400) -> tuple[int, i
 @pytest.mark.parametrize("device", DEVICES)
 def test_multispin_ties_take_the_exact_path(device):
     """A sweep whose numbers tie a threshold in their high 16 bits is decided on all 32 bits, like the twin."""
-    from sim.gpu.engine import CudaEngine
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
     for dim, L, T in ((2, 64, 2.269), (3, 64, 4.5115)):
         lattice = build_lattice(dim, L, 0.0, "all", np.random.default_rng(1))

@@ -13,7 +13,7 @@ import types
 import numpy as np
 import pytest
 
-from render import interop
+from latticelab.render import interop
 
 W, H = 32, 24  # canvas = texture size, so one texel is one pixel
 

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from render import interop
+from latticelab.render import interop
 
 SIZE = 160
 
@@ -26,7 +26,7 @@ def _scene_canvas():
         except Exception as exc:
             pytest.skip(f"no OpenGL canvas here: {exc}")
     try:
-        from render.palette import BACKGROUND
+        from latticelab.render.palette import BACKGROUND
 
         canvas = scene.SceneCanvas(size=(SIZE, SIZE), show=True, app=application, keys=None, bgcolor=BACKGROUND)
     except Exception as exc:
@@ -52,7 +52,7 @@ def canvases():
 
 
 def _view(canvas):
-    from render.lattice_view import LatticeView
+    from latticelab.render.lattice_view import LatticeView
 
     return LatticeView(canvas.central_widget.add_view())
 
@@ -67,7 +67,7 @@ def _show_twice(canvas, view, state):
 
 def _states(xp, L2=48, L3=12):
     rng = np.random.default_rng(7)
-    from render.upload import encode_state
+    from latticelab.render.upload import encode_state
 
     def state(shape):
         spins = xp.asarray(np.where(rng.random(shape) < 0.5, 1, -1).astype(np.int8))
@@ -188,7 +188,7 @@ def test_a_texture_mapped_before_the_step_shows_the_stepped_state(canvases):
 def test_encode_state_on_cupy_gives_the_numpy_codes():
     import cupy
 
-    from render.upload import encode_state
+    from latticelab.render.upload import encode_state
 
     rng = np.random.default_rng(3)
     for shape in ((33, 17), (6, 7, 8)):

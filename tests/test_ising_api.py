@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from sim.backend import to_numpy
-from sim.ising import IsingModel
-from sim.params import ParameterError
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.models.ising.model import IsingModel
+from latticelab.sim.params import ParameterError
 
 from test_ising_exact import BACKENDS
 
@@ -143,8 +143,8 @@ def test_bad_parameters_name_themselves(kwargs, parameter):
 
 
 def test_lattice_too_big_for_memory_is_refused_before_allocating(monkeypatch):
-    import sim.memory
-    monkeypatch.setattr(sim.memory, "available_bytes", lambda backend: 2 ** 30)
+    from latticelab.sim import memory
+    monkeypatch.setattr(memory, "available_bytes", lambda backend: 2 ** 30)
     with pytest.raises(ParameterError, match="L: a 2D lattice of side 8192 needs about 1.5 GiB; only 1.0 GiB"):
         IsingModel(dim=2, L=8192, backend="numpy")
 
@@ -164,14 +164,14 @@ def test_bad_values_on_a_running_model_leave_it_unchanged():
 @pytest.mark.parametrize("engine", ["default", "reference"])
 @pytest.mark.parametrize("algorithm,T", [("metropolis", 2.6), ("wolff", 2.269), ("metropolis", 4.2)])
 def test_numpy_and_cuda_agree_statistically(algorithm, T, engine, monkeypatch):
-    import sim.ising
+    from latticelab.sim.models.ising import model as ising_model
     from test_ising_exact import block_mean_and_error
     dim = 3 if T > 4 else 2
     L = 12 if dim == 3 else 24
     means = {}
     for backend in ("numpy", "cuda"):
         if engine == "reference" and backend == "cuda":
-            monkeypatch.setattr(sim.ising, "make_engine", lambda xp, lat: sim.ising.ReferenceEngine(xp, lat))
+            monkeypatch.setattr(ising_model, "make_engine", lambda xp, lat: ising_model.ReferenceEngine(xp, lat))
         m = IsingModel(dim=dim, L=L, T=T, p=0.02, algorithm=algorithm, seed=21, backend=backend)
         assert m.backend_name == backend
         m.step(300)

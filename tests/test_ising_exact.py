@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from sim.exact import exact_averages
-from sim.ising import IsingModel
+from latticelab.sim.models.ising.exact import exact_averages
+from latticelab.sim.models.ising.model import IsingModel
 
 BACKENDS = ["numpy", pytest.param("cuda", marks=pytest.mark.gpu)]
 GRAPHS = {"regular 4x4": 0.0, "rewired 4x4": 0.35}

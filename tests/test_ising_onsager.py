@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from sim.exact import onsager_energy, yang_magnetisation
-from sim.ising import IsingModel
+from latticelab.sim.models.ising.exact import onsager_energy, yang_magnetisation
+from latticelab.sim.models.ising.model import IsingModel
 
 from test_ising_exact import BACKENDS, block_mean_and_error
 

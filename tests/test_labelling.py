@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from sim.backend import to_numpy
-from sim.labelling import active_bonds, component_sizes, label_components, union_find_labels
-from sim.lattice import build_lattice
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.models.ising.swendsen_wang import active_bonds, component_sizes, label_components, union_find_labels
+from latticelab.sim.models.ising.lattice import build_lattice
 
 from test_gpu_kernels import DEVICES, device_xp, random_spins
 
@@ -115,8 +115,8 @@ LABEL_CASES = {
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_kernel_labels_equal_the_cpu_reference(device):
-    from sim.gpu.labelling import component_sizes as device_sizes
-    from sim.gpu.labelling import label_components as device_labels
+    from latticelab.sim.models.ising.gpu.labelling import component_sizes as device_sizes
+    from latticelab.sim.models.ising.gpu.labelling import label_components as device_labels
     xp = device_xp(device)
     for dim, L, p in LABEL_CASES[device]:
         lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L))
@@ -131,7 +131,7 @@ def test_kernel_labels_equal_the_cpu_reference(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_every_tile_shape_gives_the_same_labels(device):
     """Tile shapes only change how the work is split between label_tiles and label_merge, never the labels."""
-    from sim.gpu.labelling import Labeller
+    from latticelab.sim.models.ising.gpu.labelling import Labeller
     xp = device_xp(device)
     shapes = {2: [(32, 32, 1), (32, 16, 1), (32, 4, 1), (32, 1, 1)], 3: [(32, 4, 8), (32, 2, 16), (32, 1, 1)]}
     for dim, L in ((2, 40), (3, 12)):
@@ -148,7 +148,7 @@ def test_every_tile_shape_gives_the_same_labels(device):
 @pytest.mark.gpu
 def test_like_spin_hook_for_sim_clusters():
     import cupy
-    from sim.clusters import label_like_spin_clusters
+    from latticelab.sim.models.ising.clusters import label_like_spin_clusters
     lattice = build_lattice(3, 24, 0.02, "x", np.random.default_rng(7))
     spins = random_spins((24,) * 3, seed=7, up=0.55)
     got = label_like_spin_clusters(cupy.asarray(spins), lattice)  # goes through sim.gpu.labelling

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from sim.lattice import build_lattice, lattice_edge_ends, parse_rewire_dims, site_colour
-from sim.params import ParameterError
+from latticelab.sim.models.ising.lattice import build_lattice, lattice_edge_ends, parse_rewire_dims, site_colour
+from latticelab.sim.params import ParameterError
 
 
 def make(dim, L, p, dims="all", seed=3):

@@ -1,9 +1,12 @@
 """The project's structure as a contract.
 
 - Layering (import-linter, configured in pyproject.toml as napari does): ``sim`` imports neither ``render``,
-  ``app``, PySide6 nor VisPy; ``render`` imports neither ``app`` nor PySide6.
+  ``app``, ``bench``, PySide6 nor VisPy; ``render`` imports neither ``app``, ``bench`` nor PySide6; ``app``
+  does not import ``bench``; models do not import each other.
 - Each contract is shown to break when a forbidden import is added to a scratch copy of the packages.
-- Packaging: a wheel built from the sources carries every shader and CUDA kernel file and the console script.
+- Packaging: everything installs under the one name ``latticelab`` (no top-level ``app`` or ``sim`` that
+  another project could shadow); a wheel built from the sources carries every package, shader and CUDA
+  kernel file and the console script, and pyproject.toml lists every package folder of the tree.
 """
 from __future__ import annotations
 
@@ -16,8 +19,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("app", "sim", "render", "shaders")
-DATA_DIRS = ("shaders", "sim/kernels")  # every non-Python file here must be installed
+PACKAGES = ("app", "sim", "render", "shaders", "bench")  # the top-level folders installed as latticelab.<name>
+ROOT_MODULES = ("__init__.py", "__main__.py")               # the package latticelab itself
+DATA_SUFFIXES = (".cu", ".cuh", ".h", ".glsl", ".vert", ".frag", ".geom", ".comp")  # must be installed
 
 pytest.importorskip("importlinter", reason="import-linter is in the [test] extra: pip install -e .[test]")
 
@@ -42,9 +46,19 @@ def _clean_env() -> dict[str, str]:
 
 
 def copy_packages(destination: Path) -> Path:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    """The repository's packages laid out as the tree (top-level folders beside the root modules)."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "results", "NOTES.md")
+    destination.mkdir(parents=True, exist_ok=True)
     for package in PACKAGES:
         shutil.copytree(ROOT / package, destination / package, ignore=ignore)
+    for name in ROOT_MODULES:
+        shutil.copy2(ROOT / name, destination / name)
+    return destination
+
+
+def importable_copy(destination: Path) -> Path:
+    """A copy importable as ``latticelab`` from ``destination`` (what PYTHONPATH gets)."""
+    copy_packages(destination / "latticelab")
     return destination
 
 
@@ -62,17 +76,31 @@ def test_layering_contracts_hold():
         ("sim", "app"),
         ("sim", "PySide6"),
         ("sim", "vispy"),
+        ("sim", "bench"),
         ("render", "app"),
         ("render", "PySide6"),
+        ("render", "bench"),
+        ("app", "bench"),
+        ("sim.models.ising", "sim.models._other_model"),
     ],
 )
 def test_a_forbidden_import_breaks_the_contract(tmp_path, importer, forbidden):
-    project = copy_packages(tmp_path)
-    (project / importer / "_forbidden_import.py").write_text(f"import {forbidden}\n")
+    project = importable_copy(tmp_path)
+    if forbidden.startswith("sim.models."):
+        model = project / "latticelab" / forbidden.replace(".", "/")
+        model.mkdir()
+        (model / "__init__.py").write_text("")
+    (project / "latticelab" / importer.replace(".", "/") / "_forbidden_import.py").write_text(
+        f"import {_qualified(forbidden)}\n")
     result = lint_imports(project)
     report = result.stdout + result.stderr
     assert result.returncode != 0, f"adding 'import {forbidden}' to {importer} went unnoticed:\n{report}"
-    assert f"{importer}._forbidden_import -> {forbidden}" in report, report
+    flowing = " ".join(report.split())   # import-linter wraps long lines
+    assert f"latticelab.{importer}._forbidden_import -> {_qualified(forbidden)}" in flowing, report
+
+
+def _qualified(module: str) -> str:
+    return f"latticelab.{module}" if module.split(".")[0] in PACKAGES else module
 
 
 def test_wheel_installs_shaders_kernels_and_command(tmp_path):
@@ -95,11 +123,10 @@ def test_wheel_installs_shaders_kernels_and_command(tmp_path):
         entry_points = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
 
     data_files = sorted(
-        path.relative_to(ROOT).as_posix()
-        for folder in DATA_DIRS
-        if (ROOT / folder).is_dir()
-        for path in (ROOT / folder).iterdir()
-        if path.is_file() and path.suffix not in (".py", ".pyc") and path.name != ".gitkeep"
+        f"latticelab/{path.relative_to(ROOT).as_posix()}"
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*")
+        if path.is_file() and path.suffix in DATA_SUFFIXES
     )
     missing = [name for name in data_files if name not in names]
     assert not missing, (
@@ -107,10 +134,41 @@ def test_wheel_installs_shaders_kernels_and_command(tmp_path):
         "[tool.setuptools.package-data] in pyproject.toml"
     )
     python_files = sorted(
-        path.relative_to(ROOT).as_posix()
+        f"latticelab/{path.relative_to(ROOT).as_posix()}"
         for package in PACKAGES
         for path in (ROOT / package).rglob("*.py")
         if "__pycache__" not in path.parts
-    )
+    ) + [f"latticelab/{name}" for name in ROOT_MODULES]
     assert [name for name in python_files if name not in names] == []
-    assert "latticelab = app.cli:main" in entry_points
+    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith((".dist-info", ".data"))}
+    assert top_level == {"latticelab"}, f"the wheel installs other top-level names: {sorted(top_level)}"
+    assert "latticelab = latticelab.__main__:main" in entry_points
+
+
+def test_pyproject_lists_every_package_folder():
+    import tomllib
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    folders = {"latticelab"} | {
+        "latticelab." + ".".join(init.parent.relative_to(ROOT).parts)
+        for package in PACKAGES
+        for init in (ROOT / package).rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert listed == folders, f"pyproject.toml [tool.setuptools] packages differs: {sorted(listed ^ folders)}"
+
+
+def test_a_local_module_named_app_or_sim_does_not_shadow_latticelab(tmp_path):
+    for name in ("app", "sim", "render"):
+        (tmp_path / f"{name}.py").write_text("raise ImportError('a user module, not latticelab')\n")
+    code = "import latticelab.app.cli, latticelab.sim.model, latticelab.render.field_view; print('ok')"
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+def test_python_m_latticelab_runs():
+    result = subprocess.run([sys.executable, "-m", "latticelab", "--help"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "run" in result.stdout and "bench" in result.stdout

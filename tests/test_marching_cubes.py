@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.ndimage import gaussian_filter
 
-from sim.marching_cubes import (KERNEL_FILE, _kernel_source, case_tables, marching_cubes,
+from latticelab.sim.analysis.marching_cubes import (KERNEL_FILE, _kernel_source, case_tables, marching_cubes,
                                 mesh_area, mesh_signed_volume)
 
 
@@ -39,7 +39,7 @@ def test_case_tables_are_complementary_in_size_and_empty_only_for_uniform_cubes(
     for c in range(8):
         assert counts[1 << c] == 1 and counts[255 ^ (1 << c)] == 1
     # triangles only use edges whose two corners differ
-    from sim.marching_cubes import EDGES
+    from latticelab.sim.analysis.marching_cubes import EDGES
     for case in range(256):
         inside = [(case >> c) & 1 for c in range(8)]
         used = table[case][table[case] >= 0]
@@ -225,7 +225,7 @@ def test_bench_iso_writes_its_case_and_never_overwrites(tmp_path):
     import argparse
     import json
 
-    from sim import bench_iso
+    from latticelab.bench import iso as bench_iso
     parser = argparse.ArgumentParser()
     bench_iso.add_arguments(parser)
     args = parser.parse_args(["--L", "16", "--repeats", "1", "--backend", "numpy", "--source", "synthetic",

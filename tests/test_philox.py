@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.backend import to_numpy
-from sim.gpu import philox
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.gpu import philox
 
 from test_gpu_kernels import DEVICES, device_xp
 
@@ -91,7 +91,7 @@ def test_a_detectable_flaw_fails_the_checks():
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_device_generator_equals_its_numpy_twin(device):
-    from sim.gpu.kernels import get_kernel
+    from latticelab.sim.gpu.kernels import get_kernel
     xp = device_xp(device)
     kernel = get_kernel(xp, "philox.cu", "philox_words<0>")
     indices = np.concatenate([np.arange(1000), [2 ** 31 - 1, 2 ** 32 - 1]]).astype(np.int64)

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from sim import spectral
-from sim.spectral import (SpectrumAccumulator, SpectrumRecord, fft_magnitude, spherical_mean,
+from latticelab.sim.analysis import spectral
+from latticelab.sim.analysis.spectral import (SpectrumAccumulator, SpectrumRecord, fft_magnitude, spherical_mean,
                           zero_frequency_index)
 
 

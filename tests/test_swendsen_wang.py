@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from sim.backend import to_numpy
-from sim.exact import exact_averages
-from sim.ising import IsingModel
-from sim.labelling import swendsen_wang_update
-from sim.lattice import build_lattice
-from sim.rng import StreamRNG
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.models.ising.exact import exact_averages
+from latticelab.sim.models.ising.model import IsingModel
+from latticelab.sim.models.ising.swendsen_wang import swendsen_wang_update
+from latticelab.sim.models.ising.lattice import build_lattice
+from latticelab.sim.rng import StreamRNG
 
 from test_gpu_kernels import DEVICES, device_xp, random_spins
 from test_ising_exact import BACKENDS, block_mean_and_error, sample
@@ -32,7 +32,7 @@ def test_long_run_averages_match_exact_enumeration(graph, backend):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_kernels_reproduce_the_cpu_reference_step_by_step(device):
-    from sim.gpu.engine import CudaEngine
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
     cases = [(2, 16, 0.1), (2, 70, 0.01), (3, 8, 0.05)]
     if device == "cuda":

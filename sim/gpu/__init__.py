@@ -1,5 +1,5 @@
-"""Fast CUDA kernels for the rewired Ising model (issue 5): CudaEngine and GPU connected-component labelling.
+"""GPU plumbing shared by every model: kernel loading (kernels.py), Philox4x32 on the host (philox.py), and
+the CPU emulator that runs CUDA kernel sources without a GPU (emulate.py, cuda_emulator.h).
 
-Nothing here imports CuPy at import time: the array module arrives as ``xp`` (sim/backend.py). The kernel
-sources live in sim/kernels/*.cu; sim/gpu/emulate.py runs the same sources on the CPU for tests without a GPU.
+Nothing here imports CuPy at import time: the array module arrives as ``xp`` (sim/backend.py).
 """

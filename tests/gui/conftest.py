@@ -22,9 +22,9 @@ def make_window(qtbot, tmp_path):
     """make_window(dim=2, L=32, ..., settings=None) -> a shown, paused MainWindow with its own settings file."""
     from PySide6 import QtCore
 
-    from app.main_window import MainWindow
-    from app.session import SimulationParameters
-    from app.settings import Preferences
+    from latticelab.app.main_window import MainWindow
+    from latticelab.app.session import SimulationParameters
+    from latticelab.app.settings import Preferences
 
     windows = []
 

@@ -51,6 +51,6 @@ def pixels_at(image: np.ndarray, canvas_xy: np.ndarray) -> np.ndarray:
 
 
 def expected_rgb(codes, show_flipped=True, show_rewired=False, shade=1.0) -> np.ndarray:
-    from render import palette
+    from latticelab.render import palette
     table = palette.colour_table(show_flipped, show_rewired)[:, :3].astype(float)
     return np.round(table[np.asarray(codes).ravel()] * shade).astype(int)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from app import scales
+from latticelab.app import scales
 
 
 def _handle_centre(slider) -> QtCore.QPoint:

@@ -56,8 +56,8 @@ def test_cells_and_window_screenshots(make_window, tmp_path):
     window = make_window(dim=2, L=32, T=2.2)
     cells = _png(window.export_screenshot(tmp_path / "cells.png", "cells"))
     assert cells.shape[:2] == (32, 32)
-    from render.palette import colourise
-    from render.upload import encode_state
+    from latticelab.render.palette import colourise
+    from latticelab.render.upload import encode_state
     m = window.model
     np.testing.assert_array_equal(cells, colourise(encode_state(np, m.spins, window.session.highlight)))
     whole = _png(window.export_screenshot(tmp_path / "window.png", "window"))
@@ -66,7 +66,7 @@ def test_cells_and_window_screenshots(make_window, tmp_path):
     # the lattice is inside the whole-window picture: its most common colours are spin colours
     window.controls.dimension.setCurrentIndex(1)
     cells3 = _png(window.export_screenshot(tmp_path / "cells3.png", "cells"))
-    from render.unfold import UnfoldLayout
+    from latticelab.render.unfold import UnfoldLayout
     width, height = UnfoldLayout(window.model.L).extent
     assert cells3.shape[:2] == (height, width)
 
@@ -131,8 +131,8 @@ def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
     window.controls.seed.setValue(5)
     window.close()
 
-    from app.gui import resolve_parameters
-    from app.settings import Preferences
+    from latticelab.app.gui import resolve_parameters
+    from latticelab.app.settings import Preferences
     store = QtCore.QSettings(str(settings), QtCore.QSettings.Format.IniFormat)
     args = type("Args", (), dict(dim=None, L=None, T=None, p=None, rewire_dims=None, algorithm=None, seed=None,
                                  backend="numpy", start="hot"))()
@@ -159,7 +159,7 @@ def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
 
 def _run_cli(args, cwd):
     env = dict(os.environ, PYTHONPATH=str(REPO), QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "xcb"))
-    return subprocess.run([sys.executable, "-m", "app", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "latticelab", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=240)
 
 

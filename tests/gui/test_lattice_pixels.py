@@ -7,8 +7,8 @@ import pytest
 from gui_helpers import activate, cell_centres_2d, expected_rgb, pixels_at
 from PySide6 import QtCore
 
-from render.unfold import UnfoldLayout
-from render.upload import encode_state
+from latticelab.render.unfold import UnfoldLayout
+from latticelab.render.upload import encode_state
 
 
 def shown_codes(window):
@@ -78,7 +78,7 @@ def test_rewired_sites_and_links_are_drawn(make_window):
     # the centre of every rewired site shows the rewired colour (the ring around it leaves the centre open)
     mask = np.asarray(model.rewired_site_mask()).ravel()
     colours = pixels_at(image, view.world_to_canvas(cell_centres_2d(32)))
-    from render.palette import REWIRED_SITE, rgba_bytes
+    from latticelab.render.palette import REWIRED_SITE, rgba_bytes
     np.testing.assert_array_equal(colours[mask], np.tile(rgba_bytes(REWIRED_SITE)[:3], (mask.sum(), 1)))
     # link lines add link-coloured pixels along the segments, beyond the marked cells themselves
     link_pixels = (np.abs(image[..., :3].astype(int) - rgba_bytes(REWIRED_SITE)[:3]).sum(axis=2) < 60).sum()
@@ -138,7 +138,7 @@ def test_unfold_shows_L_tiles_in_zigzag_order(make_window):
     view = window.lattice_view
     assert view.active_mode == "unfold"
     image = window.capture("view")
-    from render.palette import BACKGROUND, rgba_bytes
+    from latticelab.render.palette import BACKGROUND, rgba_bytes
     foreground = np.abs(image[..., :3].astype(int) - rgba_bytes(BACKGROUND)[:3]).sum(axis=2) > 0
     _, tiles = ndimage.label(foreground)
     assert tiles == L

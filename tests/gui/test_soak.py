@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from gui_helpers import cell_centres_2d, expected_rgb, pixels_at
 
-from app import scales
-from render.upload import encode_state
+from latticelab.app import scales
+from latticelab.render.upload import encode_state
 
 SOAK_SECONDS = 120
 WARM_UP_SECONDS = 20

@@ -5,13 +5,13 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
-from app.main_window import MainWindow  # noqa: E402
-from app.session import SimulationParameters  # noqa: E402
-from app.spectral_panel import SpectralPanel, install  # noqa: E402
-from render.isosurface import SpectrumIsoView  # noqa: E402
-from render.spectral import display_image  # noqa: E402
-from sim import spectral  # noqa: E402
-from sim.marching_cubes import marching_cubes  # noqa: E402
+from latticelab.app.main_window import MainWindow  # noqa: E402
+from latticelab.app.session import SimulationParameters  # noqa: E402
+from latticelab.app.spectral_panel import SpectralPanel, install  # noqa: E402
+from latticelab.render.isosurface import SpectrumIsoView  # noqa: E402
+from latticelab.render.spectral import display_image  # noqa: E402
+from latticelab.sim.analysis import spectral  # noqa: E402
+from latticelab.sim.analysis.marching_cubes import marching_cubes  # noqa: E402
 
 
 def open_window(qtbot, **params):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import scales
-from app.files import StateFileError, read_state, unique_path, write_state
-from app.history import ObservableHistory
-from render import palette
-from render.unfold import UnfoldLayout
-from render.upload import FLIPPED, REWIRED, SPIN_UP, encode_state
+from latticelab.app import scales
+from latticelab.app.files import StateFileError, read_state, unique_path, write_state
+from latticelab.app.history import ObservableHistory
+from latticelab.render import palette
+from latticelab.render.unfold import UnfoldLayout
+from latticelab.render.upload import FLIPPED, REWIRED, SPIN_UP, encode_state
 
 
 def test_encode_state_bits():

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim import params
-from sim.lattice import parse_rewire_dims
-from sim.params import ParameterError
+from latticelab.sim import params
+from latticelab.sim.models.ising.lattice import parse_rewire_dims
+from latticelab.sim.params import ParameterError
 
 _SCALARS = {"format": int, "dim": int, "L": int, "T": float, "p": float, "rewire_dims": str, "algorithm": str,
             "seed": int, "streams_used": int, "step_count": int, "phase": int, "rewired_ends": int}
@@ -31,7 +31,7 @@ def validate_state(state) -> dict:
         raise
     except Exception as exc:  # unreadable arrays, wrong types, truncated archives
         raise _bad(f"{type(exc).__name__}: {exc}") from None
-    from sim.ising import STATE_FORMAT
+    from latticelab.sim.models.ising.model import STATE_FORMAT
     if out["format"] != STATE_FORMAT:
         raise _bad(f"format {out['format']} is not the supported format {STATE_FORMAT}")
     try:

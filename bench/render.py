@@ -44,8 +44,8 @@ class FrameBench:
     def __init__(self, model, canvas_size: int, host: bool):
         from vispy import scene
 
-        from render import interop, palette
-        from render.lattice_view import LatticeView
+        from latticelab.render import interop, palette
+        from latticelab.render.lattice_view import LatticeView
 
         self.model = model
         self.canvas = scene.SceneCanvas(size=(canvas_size, canvas_size), show=False, keys=None,
@@ -118,7 +118,7 @@ def _profile(work, title: str, frames: int = 100) -> None:
 
 
 def _model(dim: int, L: int, T: float):
-    from sim.ising import IsingModel
+    from latticelab.sim.models.ising.model import IsingModel
 
     return IsingModel(dim=dim, L=L, T=T, p=0.0, algorithm="metropolis", seed=1, backend="cuda", start="hot")
 
@@ -172,10 +172,10 @@ def print_rows(rows, device: str, canvas: int) -> None:
 
 
 def main(args) -> int:
-    from sim.backend import select_backend
+    from latticelab.sim.backend import select_backend
 
     select_backend("cuda")  # a clear BackendError (exit 2) without CUDA
-    from sim.params import ParameterError
+    from latticelab.sim.params import ParameterError
 
     for name in ("repeats", "warmup", "canvas", "L2", "L3", "seconds"):
         if getattr(args, name) < (0 if name == "warmup" else 1e-3):
@@ -183,7 +183,7 @@ def main(args) -> int:
     cases, rows, device = run(args)
     print_rows(rows, device, args.canvas)
     if not args.no_json:
-        from sim.bench_report import write_results
+        from latticelab.bench.report import write_results
 
         path = write_results("render", device, cases, out_dir=args.out_dir)
         print(f"wrote {path}")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.graph_arrays import merged_adjacency
-from sim.lattice import RewiredLattice, lattice_edge_ends
+from latticelab.sim.models.ising.graph_arrays import merged_adjacency
+from latticelab.sim.models.ising.lattice import RewiredLattice, lattice_edge_ends
 
 
 @dataclass

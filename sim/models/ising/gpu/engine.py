@@ -14,13 +14,14 @@ import math
 
 import numpy as np
 
-from sim.backend import to_numpy
-from sim.gpu.graph import DeviceGraph
-from sim.gpu.kernels import get_kernel
-from sim.gpu import multispin
-from sim.gpu.labelling import THREADS, Labeller, component_sizes, grid_for
-from sim.gpu.philox import split64, threshold32, wolff_seed_site
-from sim.lattice import RewiredLattice
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.models.ising.gpu.graph import DeviceGraph
+from latticelab.sim.gpu.kernels import get_kernel
+from latticelab.sim.models.ising.gpu import KERNEL_DIR
+from latticelab.sim.models.ising.gpu import multispin
+from latticelab.sim.models.ising.gpu.labelling import THREADS, Labeller, component_sizes, grid_for
+from latticelab.sim.gpu.philox import split64, threshold32, wolff_seed_site
+from latticelab.sim.models.ising.lattice import RewiredLattice
 
 BLOCK_THREADS = 256
 INLINE_MODIFIED_BELOW = 1000  # chunk kernel handles modified sites itself when they are < N/1000
@@ -65,18 +66,18 @@ class CudaEngine:
             self._metro_launch = ((-(-self.n // BLOCK_THREADS),), (BLOCK_THREADS,))
             self._measure_grid = grid_for(self.n, BLOCK_THREADS, 2048)
         names = (metro, "metropolis_modified<0>")
-        self._metropolis = get_kernel(xp, "metropolis.cu", metro, names)
+        self._metropolis = get_kernel(xp, KERNEL_DIR / "metropolis.cu", metro, names)
         self._colour_lists = []
         if not self.inline_modified:
-            self._metropolis_modified = get_kernel(xp, "metropolis.cu", names[1], names)
+            self._metropolis_modified = get_kernel(xp, KERNEL_DIR / "metropolis.cu", names[1], names)
             for adj in lattice.by_colour:
                 count = int(adj.sites.size)
                 arrays = tuple(xp.asarray(a.astype(np.int32) if a.size else np.zeros(1, np.int32))
                                for a in (adj.sites, adj.offsets, adj.neighbours))
                 self._colour_lists.append((arrays, np.int32(count), (grid_for(count, BLOCK_THREADS, 1 << 30),)))
         names = (lattice_sum, f"measure_rewired<{BLOCK_THREADS}>")
-        self._measure_lattice = get_kernel(xp, "measure.cu", names[0], names)
-        self._measure_rewired = get_kernel(xp, "measure.cu", names[1], names)
+        self._measure_lattice = get_kernel(xp, KERNEL_DIR / "measure.cu", names[0], names)
+        self._measure_rewired = get_kernel(xp, KERNEL_DIR / "measure.cu", names[1], names)
         self._labeller = None
         self._multispin = None
         self._thresholds_for = None
@@ -176,9 +177,9 @@ class CudaEngine:
             bx = min(W, 32)
             by = min(L, BLOCK_THREADS // bx)
             self._multispin = {
-                "sweep": get_kernel(xp, "metropolis_multispin.cu", names[0], names),
-                "pack": get_kernel(xp, "metropolis_multispin.cu", names[1], names),
-                "unpack": get_kernel(xp, "metropolis_multispin.cu", names[2], names),
+                "sweep": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[0], names),
+                "pack": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[1], names),
+                "unpack": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[2], names),
                 "launch": ((-(-W // bx), -(-L // by), L if dim == 3 else 1), (bx, by)),
                 "L": np.int32(L),
                 "packed": xp.zeros(self.n // 32, dtype=xp.uint32),

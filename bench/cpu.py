@@ -11,8 +11,8 @@ import platform
 
 import numpy as np
 
-from sim.bench_report import median_rate, print_table, write_results
-from sim.ising import IsingModel
+from latticelab.bench.report import median_rate, print_table, write_results
+from latticelab.sim.models.ising.model import IsingModel
 
 
 def add_arguments(parser) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.params import ParameterError
+from latticelab.sim.params import ParameterError
 
 AXIS_NAMES = {2: "yx", 3: "zyx"}  # axis i of spins[...] is named AXIS_NAMES[dim][i]; "x" is the last axis
 _MAX_REDRAWS = 200

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.lattice import RewiredLattice
+from latticelab.sim.models.ising.lattice import RewiredLattice
 
 METHODS = ("auto", "scipy", "hook-jump")
 
@@ -103,7 +103,7 @@ def label_by_hook_and_jump(n_sites: int, u, v, xp=None):
 
 def _gpu_labeller():
     try:
-        from sim.gpu import labelling  # provided by the fast-kernel work, when it exists
+        from latticelab.sim.models.ising.gpu import labelling  # provided by the fast-kernel work, when it exists
     except ImportError:
         return None
     return getattr(labelling, "label_like_spin_clusters", None)

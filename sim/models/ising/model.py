@@ -5,12 +5,12 @@ import logging
 
 import numpy as np
 
-from sim import params
-from sim.backend import select_backend, to_numpy
-from sim.lattice import RewiredLattice, build_lattice, lattice_edge_ends, parse_rewire_dims
-from sim.memory import check_fits
-from sim.params import ParameterError
-from sim.rng import StreamRNG
+from latticelab.sim import params
+from latticelab.sim.backend import select_backend, to_numpy
+from latticelab.sim.models.ising.lattice import RewiredLattice, build_lattice, lattice_edge_ends, parse_rewire_dims
+from latticelab.sim.memory import check_fits
+from latticelab.sim.params import ParameterError
+from latticelab.sim.rng import StreamRNG
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ def make_engine(xp, lattice: RewiredLattice):
     """The update implementations for a backend: the fast CUDA kernels when present, else the reference."""
     if xp is not np:
         try:
-            from sim.gpu.engine import CudaEngine
+            from latticelab.sim.models.ising.gpu.engine import CudaEngine
         except ImportError:
             pass
         else:
@@ -39,8 +39,8 @@ class ReferenceEngine:
     """
 
     def __init__(self, xp, lattice: RewiredLattice):
-        from sim.metropolis import CheckerboardMetropolis
-        from sim.wolff import WolffBFS
+        from latticelab.sim.models.ising.metropolis import CheckerboardMetropolis
+        from latticelab.sim.models.ising.wolff import WolffBFS
         self.xp = xp
         self.lattice = lattice
         self._metropolis = CheckerboardMetropolis(xp, lattice)
@@ -56,11 +56,11 @@ class ReferenceEngine:
         return self._wolff.flip(spins, T, rng.next_stream())
 
     def swendsen_wang(self, spins, T: float, rng: StreamRNG, want_mask: bool = True):
-        from sim.labelling import swendsen_wang_update
+        from latticelab.sim.models.ising.swendsen_wang import swendsen_wang_update
         return swendsen_wang_update(self.xp, self.lattice, spins, T, rng.next_key(), want_mask)
 
     def cluster_sizes(self, spins, T: float, key: tuple[int, int]) -> np.ndarray:
-        from sim.labelling import fk_cluster_sizes
+        from latticelab.sim.models.ising.swendsen_wang import fk_cluster_sizes
         return fk_cluster_sizes(self.lattice, spins, T, key)
 
     def measure(self, spins) -> tuple[float, int]:
@@ -238,7 +238,7 @@ class IsingModel:
     @classmethod
     def from_state(cls, state, backend: str = "auto") -> "IsingModel":
         """Rebuild a model from ``get_state()``; a damaged state raises ParameterError('state', ...)."""
-        from sim.state import validate_state
+        from latticelab.sim.models.ising.state import validate_state
         s = validate_state(state)
         model = cls.__new__(cls)
         model.dim, model.L = s["dim"], s["L"]

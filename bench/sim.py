@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.bench_report import device_slug, print_table, write_results
+from latticelab.bench.report import device_slug, print_table, write_results
 
 T_C_2D, T_C_3D = 2.269, 4.5115
 _SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+[A-Z@]")
@@ -94,10 +94,10 @@ class Timer:
 
 def naive_metropolis(cp, dim: int, L: int, T: float, seed: int = 1):
     """The naive CuPy reference of the issue and of shared/gpu/README.md: one thread per site
-    (sim/kernels/naive_metropolis.cu) and a cupy.random float32 array per half-sweep. Returns a function
+    (bench/kernels/naive_metropolis.cu) and a cupy.random float32 array per half-sweep. Returns a function
     doing one sweep."""
-    from sim.gpu.kernels import get_kernel
-    kernel = get_kernel(cp, "naive_metropolis.cu", f"naive_metropolis<{dim}>")
+    from latticelab.sim.gpu.kernels import get_kernel
+    kernel = get_kernel(cp, Path(__file__).resolve().parent / "kernels" / "naive_metropolis.cu", f"naive_metropolis<{dim}>")
     cp.random.seed(seed)
     spins = cp.asarray(np.where(np.random.default_rng(seed).random((L,) * dim) < 0.5, 1, -1).astype(np.int8))
     n = L ** dim
@@ -153,7 +153,7 @@ def sass_counts(kernels: dict[str, str]) -> dict[str, int]:
     import shutil
     import subprocess
     import tempfile
-    from sim.gpu.kernels import kernel_source
+    from latticelab.sim.gpu.kernels import kernel_source
     if not (shutil.which("nvcc") and shutil.which("cuobjdump")):
         return {}
     counts = {}
@@ -220,7 +220,7 @@ def rate(metric: str, seconds_per_step: float, n_sites: int) -> float:
 
 
 def run_case(cp, name: str, spec: dict, args) -> dict:
-    from sim.ising import IsingModel, ReferenceEngine
+    from latticelab.sim.models.ising.model import IsingModel, ReferenceEngine
     algorithm, dim, L, p, T = spec["algorithm"], spec["dim"], spec["L"], spec["p"], spec["T"]
     metric = METRICS[algorithm]
     quick = args.quick
@@ -305,7 +305,7 @@ def run_case(cp, name: str, spec: dict, args) -> dict:
 
 
 def main(args) -> int:
-    from sim.backend import BackendError, select_backend
+    from latticelab.sim.backend import BackendError, select_backend
     try:
         names = _select(args.cases)
         if args.repeats < 1 or args.steps < 0:

@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from sim.backend import to_numpy
-from sim.gpu import philox
-from sim.lattice import RewiredLattice, lattice_edge_ends
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.gpu import philox
+from latticelab.sim.models.ising.lattice import RewiredLattice, lattice_edge_ends
 
 
 def _intact_lattice_edges(lattice: RewiredLattice) -> np.ndarray:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.graph_arrays import colour_adjacency
-from sim.lattice import RewiredLattice
+from latticelab.sim.models.ising.graph_arrays import colour_adjacency
+from latticelab.sim.models.ising.lattice import RewiredLattice
 
 
 def checkerboard_colour(xp, dim: int, L: int):

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.backend import select_backend
-from sim.bench_report import device_slug, git_commit
-from sim.marching_cubes import marching_cubes
-from sim.spectral import fft_magnitude, free_path
+from latticelab.sim.backend import select_backend
+from latticelab.bench.report import device_slug, git_commit
+from latticelab.sim.analysis.marching_cubes import marching_cubes
+from latticelab.sim.analysis.spectral import fft_magnitude, free_path
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def make_spectrum(xp, backend_name: str, L: int, source: str, sweeps: int):
     """(normalised 3D magnitude with max 1, description of where it came from)."""
     if source == "ising":
         try:
-            from sim.ising import IsingModel
+            from latticelab.sim.models.ising.model import IsingModel
             model = IsingModel(dim=3, L=L, T=4.5115, p=0.0, algorithm="metropolis", seed=1, backend=backend_name)
             model.step(sweeps)
             field, what = model.spins, f"3D Ising L={L} T=4.5115 p=0 after {sweeps} Metropolis sweeps"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from sim.graph_arrays import gather_neighbours, merged_adjacency
-from sim.lattice import RewiredLattice
+from latticelab.sim.models.ising.graph_arrays import gather_neighbours, merged_adjacency
+from latticelab.sim.models.ising.lattice import RewiredLattice
 
 
 class WolffBFS:

@@ -11,10 +11,11 @@ import weakref
 
 import numpy as np
 
-from sim.gpu.graph import DeviceGraph
-from sim.gpu.kernels import get_kernel
-from sim.gpu.philox import bond_threshold, split64
-from sim.lattice import RewiredLattice
+from latticelab.sim.models.ising.gpu.graph import DeviceGraph
+from latticelab.sim.gpu.kernels import get_kernel
+from latticelab.sim.models.ising.gpu import KERNEL_DIR
+from latticelab.sim.gpu.philox import bond_threshold, split64
+from latticelab.sim.models.ising.lattice import RewiredLattice
 
 THREADS = 256
 # Tile shapes (x, y, z) of label_tiles: one site per thread, one warp per row of 32 sites (x is fixed at 32).
@@ -43,7 +44,7 @@ class Labeller:
         self.tile_threads = tx * ty * tz
         names = (f"label_tiles<{self.dim}, {ty}, {tz}>", f"label_merge<{self.dim}, {ty}, {tz}>",
                  "label_compress<0>", "wolff_flip<0>", "cluster_flip<0>")
-        self.kernels = {name.split("<")[0]: get_kernel(xp, "labelling.cu", name, names) for name in names}
+        self.kernels = {name.split("<")[0]: get_kernel(xp, KERNEL_DIR / "labelling.cu", name, names) for name in names}
         L = self.L
         self.tile_grid = (-(-L // tx), -(-L // ty), -(-L // tz) if self.dim == 3 else 1)
         faces = max(-(-L // t) for t in (tx, ty, tz)[:self.dim])
@@ -123,7 +124,7 @@ def time_kernels(cp, model, tiles, steps: int = 20, flip: str = "wolff_flip") ->
     """
     import math
 
-    from sim.gpu.philox import wolff_seed_site
+    from latticelab.sim.gpu.philox import wolff_seed_site
     lattice, graph, n = model.graph, model._engine.graph, model.n_sites
     p_bond = -math.expm1(-2.0 / model.T)
     reference, rows = None, []
@@ -171,7 +172,7 @@ def time_kernels(cp, model, tiles, steps: int = 20, flip: str = "wolff_flip") ->
 if __name__ == "__main__":  # python3 -m sim.gpu.labelling: tile shapes compared on equilibrated lattices
     import cupy
 
-    from sim.ising import IsingModel
+    from latticelab.sim.models.ising.model import IsingModel
     cases = [("wolff-2d-L4096-p1e-4", dict(dim=2, L=4096, T=2.269, p=1e-4), "wolff_flip",
               [(32, 8, 1), (32, 4, 1), (32, 16, 1), (32, 32, 1)]),
              ("wolff-3d-L256-p1e-4", dict(dim=3, L=256, T=4.5115, p=1e-4), "wolff_flip",

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.graph_arrays import merged_adjacency
-from sim.lattice import RewiredLattice
+from latticelab.sim.models.ising.graph_arrays import merged_adjacency
+from latticelab.sim.models.ising.lattice import RewiredLattice
 
 
 def supports(L: int) -> bool:

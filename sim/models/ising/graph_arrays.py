@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.lattice import ModifiedAdjacency, RewiredLattice
+from latticelab.sim.models.ising.lattice import ModifiedAdjacency, RewiredLattice
 
 
 @dataclass

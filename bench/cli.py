@@ -1,0 +1,49 @@
+"""``latticelab bench <name>``: the benchmarks, each writing bench/results/<name>-<device>.json.
+
+Registered on the application's command line by the composition root (latticelab/__main__.py); nothing in
+sim, render or app imports this package.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+# name -> (module under latticelab.bench, help). Each module has add_arguments(parser) and main(args).
+BENCHMARKS = {
+    "sim": ("sim", "Ising update kernels against the naive CuPy reference (CUDA GPU)"),
+    "render": ("render", "full frames through CUDA-OpenGL interop against host uploads (CUDA GPU)"),
+    "cpu": ("cpu", "the NumPy path's Metropolis sweeps against a plain vectorised NumPy checkerboard"),
+    "iso": ("iso", "iso-surfaces of a 3D spectrum: GPU marching cubes against scikit-image"),
+}
+
+
+def add_bench_command(subcommands, parser_class) -> None:
+    """Add ``bench`` and its benchmarks to the application's subcommands (an argparse subparsers object)."""
+    bench = subcommands.add_parser("bench", help="benchmarks; each writes bench/results/<name>-<gpu>.json")
+    bench_sub = bench.add_subparsers(dest="benchmark", parser_class=parser_class, required=True)
+    for name, (module, help_text) in BENCHMARKS.items():
+        parser = bench_sub.add_parser(name, help=help_text)
+        parser.set_defaults(handler=run_bench, bench_module=f"latticelab.bench.{module}")
+        try:
+            importlib.import_module(f"latticelab.bench.{module}").add_arguments(parser)
+        except ImportError as exc:
+            parser.set_defaults(bench_unavailable=f"bench {name} cannot be imported: {exc}")
+        if name == "iso":
+            parser.add_argument("--show", action="store_true",
+                                help="time the whole update: mesh handed to a VisPy iso view and drawn off-screen")
+            parser.add_argument("--gl-app", default=None,
+                                help="VisPy app backend for --show, e.g. egl on a headless GPU machine")
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    if getattr(args, "bench_unavailable", None):
+        from latticelab.sim.params import ParameterError
+        raise ParameterError("bench", args.bench_unavailable)
+    module = importlib.import_module(args.bench_module)
+    if getattr(args, "show", False):
+        import vispy
+        if args.gl_app:
+            vispy.use(app=args.gl_app)
+        from latticelab.render.isosurface import make_show_hook
+        return module.main(args, show_factory=make_show_hook)
+    return module.main(args)
