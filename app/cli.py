@@ -1,6 +1,8 @@
-"""The ``latticelab`` command: the GUI (default) and headless runs; the composition root
-(latticelab/__main__.py) adds the benchmarks through ``extra_commands``.
+"""The ``latticelab`` command: the GUI (default) and headless runs of any registered model; the composition
+root (latticelab/__main__.py) adds the benchmarks through ``extra_commands``.
 
+The options of ``latticelab run <model>`` and ``latticelab gui`` are made from the models' parameter schemas
+(sim/params.py), so they always list exactly what the model accepts, with its help text, unit and limits.
 Bad input ends with one line naming the parameter and exit status 2, never a traceback.
 """
 from __future__ import annotations
@@ -8,11 +10,15 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib
+import io as text_io
 import logging
 import os
 import sys
 import time
 
+from latticelab.sim.params import allowed_text
+
+BACKENDS = ("auto", "cuda", "numpy")
 
 
 class UsageError(Exception):
@@ -24,72 +30,123 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _add_model_arguments(p: argparse.ArgumentParser, *, defaults: dict) -> None:
-    p.add_argument("--dim", type=int, default=defaults.get("dim", 2), help="2 or 3")
-    p.add_argument("--L", type=int, default=defaults.get("L", 64), help="lattice side (even, >= 4)")
-    p.add_argument("--T", type=float, default=defaults.get("T", 2.0), help="temperature (> 0)")
-    p.add_argument("--p", type=float, default=0.0, help="rewiring probability in [0, 1]")
-    p.add_argument("--rewire-dims", default="all", help="'all' or axes such as 'x', 'xy'")
-    p.add_argument("--algorithm", default="metropolis", help="metropolis, wolff or a hybrid m:w such as 8:1")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--backend", default="auto", help="auto, cuda or numpy")
-    p.add_argument("--start", default="hot", help="hot (random) or cold (all up)")
+def option_name(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _typed(kind: type):
+    """argparse type: ints and floats parsed as such, everything else kept as text."""
+    if kind is int:
+        def parse_int(text: str):
+            try:
+                return int(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
+        return parse_int
+    if kind is float:
+        def parse_float(text: str):
+            try:
+                return float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"must be a number; got {text!r}") from None
+        return parse_float
+    return str
+
+
+def add_parameter_options(parser: argparse.ArgumentParser, schemas, title: str) -> None:
+    """One option per schema field (the union over ``schemas``, first declaration wins), default None:
+    values not given come from the model's suggested defaults (or, in the GUI, the last session)."""
+    group = parser.add_argument_group(title)
+    seen = set()
+    for schema in schemas:
+        for name, info in schema.fields().items():
+            if name in seen or not info.get("cli", True):
+                continue
+            seen.add(name)
+            unit = f" [{info['unit']}]" if info.get("unit") else ""
+            group.add_argument(option_name(name), dest=name, type=_typed(info["type"]), default=None,
+                               metavar=name.upper() if len(name) > 1 else name,
+                               help=f"{info['help']}{unit}; {allowed_text(schema, name)}")
+
+
+def given_parameters(args, schema) -> dict:
+    """The parameter values given on the command line for ``schema``."""
+    return {name: getattr(args, name) for name in schema.model_fields if getattr(args, name, None) is not None}
+
+
+def check_foreign_options(args, schema, all_schemas) -> None:
+    """An option of another model's schema given for this model: say so rather than ignore it."""
+    own = set(schema.model_fields)
+    for other in all_schemas:
+        for name in other.model_fields:
+            if name not in own and getattr(args, name, None) is not None:
+                raise UsageError(f"{option_name(name)} is not a parameter of {schema.model_name}")
 
 
 def build_parser(extra_commands=()) -> argparse.ArgumentParser:
+    from latticelab.sim.models import all_models
+
+    models = all_models()
     parser = _Parser(prog="latticelab", description="Interactive GPU laboratory for lattice and network models.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the program decides and why")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     run = sub.add_parser("run", help="headless simulation, observables per step to CSV")
     run_models = run.add_subparsers(dest="model", parser_class=_Parser, required=True)
-    ising = run_models.add_parser("ising", help="the rewired Ising model")
-    _add_model_arguments(ising, defaults={})
-    ising.add_argument("--steps", type=int, default=100, help="number of steps (sweeps or cluster flips)")
-    ising.add_argument("--equilibrate", type=int, default=0, help="steps to run before recording")
-    ising.add_argument("--csv", help="write one row per step with the observables to this file")
-    ising.add_argument("--overwrite", action="store_true", help="replace an existing CSV file")
+    for name, cls in models.items():
+        p = run_models.add_parser(name, help=cls.title)
+        add_parameter_options(p, [cls.Params], f"{cls.title} (default: the model's defaults)")
+        g = p.add_argument_group("running")
+        g.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
+        g.add_argument("--steps", type=int, default=100, help="number of steps to record")
+        g.add_argument("--equilibrate", type=int, default=0, help="steps to run before recording")
+        g.add_argument("--csv", help="write one row per step with the observables to this file")
+        g.add_argument("--overwrite", action="store_true", help="replace an existing CSV file")
+        p.set_defaults(handler=run_model)
 
     gui = sub.add_parser("gui", help="the desktop application (default when no command is given)")
     try:
-        importlib.import_module("latticelab.app.gui").add_arguments(gui)
+        importlib.import_module("latticelab.app.gui").add_arguments(gui, models)
     except ImportError as exc:
         gui.set_defaults(gui_unavailable=str(exc))
+    gui.set_defaults(handler=None)
 
     for add_command in extra_commands:
         add_command(sub, _Parser)
     return parser
 
 
-def run_ising(args) -> int:
-    from latticelab.sim.models.ising.model import IsingModel
+def run_model(args) -> int:
+    """``latticelab run <model>``: steps a model headless and prints (or writes as CSV) its observables."""
+    from latticelab.sim.io import open_atomic
+    from latticelab.sim.models import get_model
+
+    cls = get_model(args.model)
     if args.steps < 0 or args.equilibrate < 0:
         raise UsageError("--steps and --equilibrate must be non-negative integers")
     if args.csv and os.path.exists(args.csv) and not args.overwrite:
         raise UsageError(f"--csv: {args.csv} exists; choose another name or pass --overwrite")
-    model = IsingModel(dim=args.dim, L=args.L, T=args.T, p=args.p, rewire_dims=args.rewire_dims,
-                       algorithm=args.algorithm, seed=args.seed, backend=args.backend, start=args.start)
-    out = open(args.csv, "w", newline="") if args.csv else None
-    print(f"latticelab: {args.dim}D rewired Ising L={args.L} T={args.T} p={args.p} ({args.algorithm}) "
-          f"on {model.backend_name} [{model.device_name}]", file=sys.stderr)
+    model = cls.create(backend=args.backend, **given_parameters(args, cls.Params))
+    summary = " ".join(f"{k}={v}" for k, v in model.params.model_dump().items())
+    print(f"latticelab: {cls.title} {summary} on {model.backend_name} [{model.device_name}]", file=sys.stderr)
     model.step(args.equilibrate)
-    fields = ["step", "energy", "magnetisation", "flipped_fraction"]
-    writer = csv.DictWriter(out, fieldnames=fields) if out else None
+    names = [o.name for o in cls.declared_observables]
+    rows = text_io.StringIO() if args.csv else None
+    writer = csv.DictWriter(rows, fieldnames=[cls.time_label.replace(" ", "_"), *names]) if rows else None
     if writer:
         writer.writeheader()
     start = time.perf_counter()
-    try:
-        for _ in range(args.steps):
-            model.step(1)
-            if writer:
-                writer.writerow({"step": model.step_count, **model.observables()})
-    finally:
-        if out:
-            out.close()
+    for _ in range(args.steps):
+        model.step(1)
+        if writer:
+            writer.writerow({cls.time_label.replace(" ", "_"): model.time, **model.observables()})
     elapsed = time.perf_counter() - start
+    if rows is not None:
+        with open_atomic(args.csv, overwrite=args.overwrite, binary=False) as f:
+            f.write(rows.getvalue())
     obs = model.observables()
-    print(f"step {model.step_count}: energy {obs['energy']:.6f}  |M| {obs['magnetisation']:.6f}  "
-          f"flipped {obs['flipped_fraction']:.6f}  ({args.steps / max(elapsed, 1e-9):.1f} steps/s)")
+    print(f"step {model.step_count}: " + "  ".join(f"{k} {v:.6f}" for k, v in obs.items())
+          + f"  ({args.steps / max(elapsed, 1e-9):.1f} steps/s)")
     return 0
 
 
@@ -108,17 +165,19 @@ def run_gui(args, *, explicit: bool) -> int:
         return importlib.import_module("latticelab.app.gui").run_gui(args)
     if explicit:
         raise UsageError(f"gui: cannot open a window: {reason}; run under a desktop session or "
-                         "xvfb-run, or use 'latticelab run ising' for headless runs")
+                         "xvfb-run, or use 'latticelab run <model>' for headless runs")
     print(f"latticelab: the GUI cannot start ({reason}); running a short headless simulation instead",
           file=sys.stderr)
-    return run_ising(build_parser().parse_args(["run", "ising", "--L", "128", "--steps", "200"]))
+    from latticelab.sim.models import model_names
+    first = model_names()[0]
+    return run_model(build_parser().parse_args(["run", first, "--steps", "200"]))
 
 
 def main(argv: list[str] | None = None, extra_commands=()) -> int:
     """Run the command line; ``extra_commands`` are functions (subparsers, parser_class) that add commands
     whose parsers set a ``handler(args)`` default."""
-    from latticelab.sim.params import ParameterError
     from latticelab.sim.backend import BackendError
+    from latticelab.sim.params import ParameterError
     argv = sys.argv[1:] if argv is None else argv
     try:
         parser = build_parser(extra_commands)
@@ -128,10 +187,9 @@ def main(argv: list[str] | None = None, extra_commands=()) -> int:
         if args.command in (None, "gui"):
             explicit = args.command == "gui"
             if not explicit:
-                args = parser.parse_args(["gui", *argv])
+                args = parser.parse_args([*(["-v"] if args.verbose else []), "gui",
+                                          *[a for a in argv if a not in ("-v", "--verbose")]])
             return run_gui(args, explicit=explicit)
-        if args.command == "run":
-            return run_ising(args)
         return args.handler(args)
     except (UsageError, ParameterError, BackendError) as exc:
         print(f"latticelab: error: {exc}", file=sys.stderr)

@@ -1,10 +1,11 @@
 """``latticelab gui``: opens the desktop application, or makes figures from a script.
 
-    latticelab gui --dim 3 --L 64 --T 4.0 --steps 200 --screenshot out.png --quit
+    latticelab gui --model ising --dim 3 --L 64 --T 4.0 --steps 200 --screenshot out.png --quit
 
-Parameters not given on the command line come from the last session (QSettings), else from defaults
-(2D, L=512 on CPU / 2048 on a GPU, T just below T_c). Scripted runs (--quit) neither read nor write the
-stored settings unless --settings names a file, so a figure depends only on its command line.
+The model is --model, else the last session's, else the first registered. Its parameters not given on the
+command line come from the last session (QSettings), else from the model's defaults (for the Ising model: 2D,
+L=512 on CPU / 2048 on a GPU, T just below T_c). Scripted runs (--quit) neither read nor write the stored
+settings unless --settings names a file, so a figure depends only on its command line.
 """
 from __future__ import annotations
 
@@ -17,30 +18,24 @@ log = logging.getLogger(__name__)
 SCREENSHOT_KINDS = ("view", "cells", "window")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("model (default: the last session's values)")
-    g.add_argument("--dim", type=int, default=None, help="2 or 3")
-    g.add_argument("--L", type=int, default=None, help="lattice side (even, >= 4); default 512 (2D) / 64 (3D) "
-                                                       "on CPU, 2048 / 256 on a GPU")
-    g.add_argument("--T", type=float, default=None, help="temperature; default just below T_c")
-    g.add_argument("--p", type=float, default=None, help="rewiring probability in [0, 1]")
-    g.add_argument("--rewire-dims", default=None, help="'all' or axes such as 'x', 'xy'")
-    g.add_argument("--algorithm", default=None, help="metropolis, wolff, swendsen-wang or a hybrid m:w such as 8:1")
-    g.add_argument("--seed", type=int, default=None, help="random seed")
-    g.add_argument("--backend", default="auto", help="auto (CUDA when usable), cuda or numpy")
-    g.add_argument("--start", default="hot", choices=("hot", "cold"), help="initial spins: random or all up")
+def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
+    from latticelab.app.cli import BACKENDS, add_parameter_options
+    parser.add_argument("--model", choices=tuple(models), default=None,
+                        help="the model to open (default: the last session's)")
+    parser.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
+    add_parameter_options(parser, [cls.Params for cls in models.values()],
+                          "model parameters (default: the last session's values, else the model's defaults)")
     s = parser.add_argument_group("running and figures")
     s.add_argument("--steps", type=int, default=None, help="run this many steps, then pause (with --quit: default 0)")
     s.add_argument("--steps-per-frame", type=int, default=None, help="at most this many steps per frame")
     s.add_argument("--screenshot", metavar="PATH", default=None,
                    help="after --steps, write a PNG here (an existing file is kept: a free name is chosen)")
     s.add_argument("--screenshot-what", choices=SCREENSHOT_KINDS, default="view",
-                   help="view: the lattice canvas as shown; cells: one pixel per cell (3D unfolded); "
-                        "window: the whole window")
+                   help="view: the canvas as shown; cells: one pixel per cell (3D unfolded); window: the whole window")
     s.add_argument("--peel", type=int, default=None, help="3D: layers removed from the top of the cube")
     s.add_argument("--unfold", action="store_true", help="3D: show the layers as a zigzag grid")
-    s.add_argument("--show-links", action="store_true", help="mark rewired sites and draw the rewired links")
-    s.add_argument("--no-highlight", action="store_true", help="do not highlight the cells flipped in the last step")
+    s.add_argument("--show-links", action="store_true", help="show the model's marks (Ising: rewired sites and links)")
+    s.add_argument("--no-highlight", action="store_true", help="do not highlight the cells changed in the last step")
     s.add_argument("--window-size", default=None, metavar="WxH", help="window size in pixels, e.g. 1400x860")
     s.add_argument("--quit", action="store_true", help="exit when the steps (and screenshot) are done")
     s.add_argument("--settings", metavar="FILE", default=None, help="keep preferences in this .ini file")
@@ -59,30 +54,26 @@ def _window_size(text: str | None):
     return width, height
 
 
-def resolve_parameters(args, prefs, gpu: bool):
-    """Command line first, then stored preferences, then defaults."""
-    from latticelab.app.session import DEFAULT_T, SimulationParameters, default_L
+def resolve_model(args, prefs) -> str:
+    from latticelab.sim.models import model_names
+    stored = prefs.get("model")
+    return args.model or (stored if stored in model_names() else model_names()[0])
 
-    def pick(value, key, fallback):
-        if value is not None:
-            return value
-        stored = prefs.get(key)
-        return fallback if stored is None else stored
 
-    dim = pick(args.dim, "params/dim", 2)
-    if dim not in (2, 3):
-        return SimulationParameters(dim=dim)   # the model names the problem
-    return SimulationParameters(
-        dim=dim,
-        L=pick(args.L, f"params/L{dim}", default_L(dim, gpu)),
-        T=pick(args.T, f"params/T{dim}", DEFAULT_T[dim]),
-        p=pick(args.p, "params/p", 0.0),
-        rewire_dims=pick(args.rewire_dims, "params/rewire_dims", "all"),
-        algorithm=pick(args.algorithm, "params/algorithm", "metropolis"),
-        seed=pick(args.seed, "params/seed", 1),
-        backend=args.backend,
-        start=args.start,
-    )
+def resolve_parameters(args, prefs, gpu: bool, model: str | None = None):
+    """The model's parameters: command line first, then the stored preferences (of the variant the command
+    line asks for, e.g. the Ising dimension), then the model's defaults."""
+    from latticelab.app.cli import check_foreign_options, given_parameters
+    from latticelab.app.settings import variant_key
+    from latticelab.sim.models import all_models, get_model
+
+    schema = get_model(model or resolve_model(args, prefs)).Params
+    check_foreign_options(args, schema, [cls.Params for cls in all_models().values()])
+    given = given_parameters(args, schema)
+    stored = prefs.model_values(schema.model_name, schema)
+    if any(name in given for name in schema.variant_fields):
+        stored = prefs.model_values(schema.model_name, schema, variant_key(schema, {**stored, **given}))
+    return schema.create(gpu=gpu, **{**stored, **given})
 
 
 def run_gui(args) -> int:
@@ -91,7 +82,6 @@ def run_gui(args) -> int:
     from PySide6 import QtCore, QtWidgets
 
     from latticelab.app.main_window import MainWindow
-    from latticelab.app.session import SimulationParameters
     from latticelab.app.settings import Preferences
     from latticelab.sim.backend import select_backend
     from latticelab.sim.params import ParameterError
@@ -111,18 +101,20 @@ def run_gui(args) -> int:
         store = QtCore.QSettings()
     prefs = Preferences(store)
     gpu = select_backend(args.backend).is_gpu   # BackendError for an unusable --backend cuda
-    params = resolve_parameters(args, prefs, gpu)
+    model = resolve_model(args, prefs)
     try:
-        window = MainWindow(params, prefs, interactive=not args.quit)
-    except ParameterError as exc:
-        from_settings = [k for k in ("dim", "L", "T", "p", "rewire_dims", "algorithm", "seed")
-                         if getattr(args, k) is None and getattr(params, k) != getattr(SimulationParameters(), k)]
-        if not from_settings:
-            raise
+        params = resolve_parameters(args, prefs, gpu, model)
+        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend)
+    except (ParameterError, MemoryError) as exc:
+        from latticelab.app.cli import given_parameters
+        from latticelab.sim.models import get_model
+        given = given_parameters(args, get_model(model).Params)
+        if prefs.store is None or (isinstance(exc, ParameterError) and exc.parameter in given):
+            raise   # the command line's own values: exit 2 with the message
         # A stored value that no longer works here (e.g. too large for this machine): start from defaults.
         prefs.problems.append(f"stored parameters not usable ({exc}); using defaults")
-        params = resolve_parameters(args, Preferences(None), gpu)
-        window = MainWindow(params, prefs, interactive=not args.quit)
+        params = resolve_parameters(args, Preferences(None), gpu, model)
+        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend)
 
     c = window.controls
     if args.steps_per_frame is not None:
@@ -162,3 +154,4 @@ def run_gui(args) -> int:
         QtCore.QTimer.singleShot(0, finish)
     code = qt_app.exec()
     return status["code"] or code
+

@@ -1,33 +1,38 @@
-"""The main window: lattice canvas in the centre, controls and live plots in docks, a timer-driven frame loop.
+"""The main window, for any registered model: the field view in the centre, the controls (a form generated from
+the model's schema) and live plots of its declared observables in docks, and a timer-driven frame loop.
 
-Each frame (QTimer, GUI thread, the thread that owns the GL contexts): apply the steps that fit the
-frame's time budget, encode the state on the model's device, hand it to the lattice view (render/), and
-refresh plots and status a few times per second. Nothing blocks the event loop for longer than one frame.
+Each frame (QTimer, GUI thread, the thread that owns the GL contexts): the runner (sim/runner.py) takes the
+steps that fit the frame's time budget, the model's picture (byte codes + palette, sim/picture.py) goes to the
+field view (render/field_view.py), and plots and status refresh a few times per second. The Model menu and the
+toolbar's model box switch models while the application runs; the controls, plots, title and export names
+follow. Nothing blocks the event loop for longer than one frame.
 """
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 from vispy import scene
 
-from latticelab.app import files, spectral_panel
+from latticelab.app import spectral_panel
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons
-from latticelab.app.session import DEFAULT_T, Session, SimulationParameters, default_L
-from latticelab.app.settings import Preferences
+from latticelab.app.settings import Preferences, variant_key
 from latticelab.render import palette
-from latticelab.render.lattice_view import LatticeView
-from latticelab.render.plots import LivePlots
+from latticelab.render.field_view import FieldView
+from latticelab.render.plots import LivePlots, series_for
 from latticelab.render.unfold import UnfoldLayout
-from latticelab.render.upload import to_host
-from latticelab.sim.params import ParameterError
+from latticelab.sim import io, state
+from latticelab.sim.backend import BackendError
+from latticelab.sim.models import get_model, model_names
+from latticelab.sim.params import ModelParams, ParameterError
+from latticelab.sim.runner import Runner
 
 log = logging.getLogger(__name__)
 
@@ -43,21 +48,20 @@ EXPORT_KINDS = {
 
 
 class MainWindow(QtWidgets.QMainWindow):
-    def __init__(self, parameters: SimulationParameters, preferences: Preferences | None = None,
-                 interactive: bool = True):
+    def __init__(self, model: str, parameters: ModelParams | dict | None = None,
+                 preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto"):
         protect_singletons()
         super().__init__()
-        self.setWindowTitle("latticelab: rewired Ising model")
         self.prefs = preferences or Preferences(None)
         self.interactive = interactive   # False: scripted runs never open dialogs
-        self.session = Session(parameters)
+        self.runner = Runner(model, parameters, backend=backend)
         self.last_message = ""
         self.last_error = ""
         self.steps_per_frame = 1
         self.adaptive = True
         self.running = False
-        self._shown = None             # (state_version, view options) last uploaded
-        self._links_graph = None
+        self._shown = None             # (state_version, model, view options) last shown
+        self._plotted_model = None
         self._step_target = None       # scripted runs: stop after this many steps
         self._target_reached = []      # callbacks for the step target
         self._counters = {"steps": 0, "frames": 0, "t": time.perf_counter()}
@@ -73,11 +77,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.timer = QtCore.QTimer(self, interval=FRAME_INTERVAL_MS)
         self.timer.timeout.connect(self._frame)
         self._restore_preferences()
-        self.controls.show_parameters(self.session.parameters)
-        self._apply_view_options()
-        self._refresh_lattice(force=True)
-        self._update_plots(force=True)
-        self._update_status()
+        self._after_model_change()
         self.set_running(True)
 
     # ==== construction ==========================================================================
@@ -87,7 +87,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.lattice_canvas.native.setObjectName("lattice_canvas")
         self.lattice_canvas.native.setMinimumSize(240, 240)
         self.lattice_canvas.native.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
-        self.lattice_view = LatticeView(self.lattice_canvas.central_widget.add_view())
+        self.field_view = FieldView(self.lattice_canvas.central_widget.add_view())
         self.lattice_canvas.events.draw.connect(self._count_frame, position="last")
         self.setCentralWidget(self.lattice_canvas.native)
 
@@ -95,7 +95,7 @@ class MainWindow(QtWidgets.QMainWindow):
                                              size=(380, 640), show=False)
         self.plot_canvas.native.setObjectName("plot_canvas")
         self.plot_canvas.native.setMinimumSize(260, 300)
-        self.plots = LivePlots(self.plot_canvas.central_widget)
+        self.plots = None      # made for the model's observables (_show_model)
         self.plot_dock = QtWidgets.QDockWidget("Live plots", self, objectName="plot_dock")
         self.plot_dock.setWidget(self.plot_canvas.native)
         self.addDockWidget(QtCore.Qt.DockWidgetArea.RightDockWidgetArea, self.plot_dock)
@@ -109,10 +109,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.control_dock.setWidget(scroll)
         self.addDockWidget(QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, self.control_dock)
         c = self.controls
-        c.temperatureChanged.connect(self.set_temperature)
-        c.rewiringChanged.connect(self._rewiring_edited)
-        c.algorithmChanged.connect(self.set_algorithm)
-        c.geometryChanged.connect(self.set_geometry)
+        c.parameterEdited.connect(self.set_parameter)
         c.resetRequested.connect(self.reset)
         c.viewChanged.connect(self._apply_view_options)
         c.stepsPerFrameChanged.connect(self._set_steps_per_frame)
@@ -136,10 +133,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.step_action = self._action("Step", self.step_once, ["Space", "Right"],
                                         "Advance exactly one step and highlight what flipped (Space, Right)",
                                         name="step_action")
-        self.reset_hot_action = self._action("Reset hot", lambda: self.reset("hot"), [], "Random spins",
-                                             name="reset_hot_action")
-        self.reset_cold_action = self._action("Reset cold", lambda: self.reset("cold"), [], "All spins up",
-                                              name="reset_cold_action")
+        self.reset_action = self._action("Reset", self.reset, [], "A new initial state from the reset parameters",
+                                         name="reset_action")
         self.export_action = self._action("Export screenshot...", self.export_dialog, ["Ctrl+S"],
                                           "Save the lattice view, its cells or the whole window as PNG (Ctrl+S)",
                                           name="export_action")
@@ -148,7 +143,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.load_action = self._action("Load state...", self.load_dialog, ["Ctrl+O"],
                                         "Resume a saved simulation", name="load_action")
         self.quit_action = self._action("Quit", self.close, ["Ctrl+Q"], name="quit_action")
-        self.camera_action = self._action("Reset camera", self.lattice_view.reset_camera, ["Home"],
+        self.camera_action = self._action("Reset camera", self.field_view.reset_camera, ["Home"],
                                           "Fit the lattice into the view (Home)", name="camera_action")
 
         for action in (self.run_action, self.step_action):
@@ -159,15 +154,25 @@ class MainWindow(QtWidgets.QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         sim_menu = self.menuBar().addMenu("&Simulation")
-        for action in (self.run_action, self.step_action, self.reset_hot_action, self.reset_cold_action):
+        for action in (self.run_action, self.step_action, self.reset_action):
             sim_menu.addAction(action)
+        self.model_menu = self.menuBar().addMenu("&Model")
+        self.model_actions = QtGui.QActionGroup(self)
+        self.model_actions.setExclusive(True)
+        for name in model_names():
+            action = QtGui.QAction(get_model(name).title, self, checkable=True)
+            action.setObjectName(f"model_{name}")
+            action.setData(name)
+            action.triggered.connect(lambda _=False, name=name: self.switch_model(name))
+            self.model_actions.addAction(action)
+            self.model_menu.addAction(action)
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self.camera_action)
         view_menu.addAction(self.control_dock.toggleViewAction())
         view_menu.addAction(self.plot_dock.toggleViewAction())
 
-        icons = {self.step_action: "SP_MediaSkipForward", self.reset_hot_action: "SP_BrowserReload",
-                 self.reset_cold_action: "SP_MediaSeekBackward", self.export_action: "SP_DesktopIcon",
+        icons = {self.step_action: "SP_MediaSkipForward", self.reset_action: "SP_BrowserReload",
+                 self.export_action: "SP_DesktopIcon",
                  self.save_action: "SP_DialogSaveButton", self.load_action: "SP_DialogOpenButton",
                  self.camera_action: "SP_ArrowUp", self.run_action: "SP_MediaPlay"}
         for action, name in icons.items():
@@ -175,7 +180,14 @@ class MainWindow(QtWidgets.QMainWindow):
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("main_toolbar")
         toolbar.setToolButtonStyle(QtCore.Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        for action in (self.run_action, self.step_action, self.reset_hot_action, self.reset_cold_action):
+        self.model_box = QtWidgets.QComboBox(objectName="model_box")
+        self.model_box.setToolTip("The model to run (Model menu)")
+        for name in model_names():
+            self.model_box.addItem(get_model(name).title, name)
+        self.model_box.activated.connect(lambda index: self.switch_model(self.model_box.itemData(index)))
+        toolbar.addWidget(self.model_box)
+        toolbar.addSeparator()
+        for action in (self.run_action, self.step_action, self.reset_action):
             toolbar.addAction(action)
         toolbar.addSeparator()
         for action in (self.export_action, self.save_action, self.load_action, self.camera_action):
@@ -205,7 +217,7 @@ class MainWindow(QtWidgets.QMainWindow):
             c.steps_per_frame.setValue(p.get("run/steps_per_frame"))
         self.steps_per_frame = c.steps_per_frame.value()
         self.adaptive = c.adaptive.isChecked()
-        c._set_dimension_widgets(self.session.model.dim, self.session.model.L)
+        c.set_geometry(self.model.shape)
         with QtCore.QSignalBlocker(c.peel):
             c.peel.setValue(min(p.get("view/peel"), c.peel.maximum()))
         geometry = p.get_bytes("window/geometry")
@@ -213,23 +225,17 @@ class MainWindow(QtWidgets.QMainWindow):
             p.problems.append("setting window/geometry is damaged; using the default window size")
         elif geometry is None:
             self.resize(1400, 860)
-        state = p.get_bytes("window/state")
-        self._layout_restored = state is not None and self.restoreState(state)
-        if state is not None and not self._layout_restored:
+        layout = p.get_bytes("window/state")
+        self._layout_restored = layout is not None and self.restoreState(layout)
+        if layout is not None and not self._layout_restored:
             p.problems.append("setting window/state is damaged; using the default layout")
         if p.problems:
             self.show_message("; ".join(p.problems), error=True)
 
     def save_preferences(self) -> None:
         p = self.prefs
-        params = self.session.current_parameters()
-        p.set("params/dim", params.dim)
-        p.set(f"params/L{params.dim}", params.L)
-        p.set(f"params/T{params.dim}", params.T)
-        p.set("params/p", params.p)
-        p.set("params/rewire_dims", params.rewire_dims)
-        p.set("params/algorithm", params.algorithm)
-        p.set("params/seed", self.controls.seed.value())   # the seed the next reset will use
+        p.set("model", self.model.name)
+        p.set_model_values(self.model.name, self.runner.params)
         p.set("run/steps_per_frame", self.steps_per_frame)
         p.set("run/adaptive", self.adaptive)
         for key, value in self.controls.view_options().items():
@@ -268,21 +274,21 @@ class MainWindow(QtWidgets.QMainWindow):
         else:
             print(f"latticelab: {text}", file=sys.stderr)
 
-    def _try(self, change, *args) -> bool:
-        """Run a model change; a parameter error is shown and the model stays as it was."""
+    def _try(self, change, *args, **kwargs) -> tuple[bool, object]:
+        """Run a model change; a bad value is shown and the model stays as it was. Returns (whether it
+        worked, the change's result)."""
         try:
-            change(*args)
-        except (ParameterError, ValueError, MemoryError) as exc:
-            text = str(exc) if not isinstance(exc, MemoryError) else "not enough memory for this lattice"
+            return True, change(*args, **kwargs)
+        except (ParameterError, BackendError, ValueError, MemoryError) as exc:
+            text = str(exc) if not isinstance(exc, MemoryError) else "not enough memory for this model"
             self.show_message(text, error=True)
-            self.controls.show_parameters(self.session.current_parameters())
-            return False
-        return True
+            self._show_parameters()
+            return False, None
 
     # ==== simulation control ====================================================================
     @property
     def model(self):
-        return self.session.model
+        return self.runner.model
 
     def set_running(self, running: bool) -> None:
         with QtCore.QSignalBlocker(self.run_action):
@@ -296,75 +302,117 @@ class MainWindow(QtWidgets.QMainWindow):
             self.timer.start()
 
     def step_once(self) -> None:
-        """Pause and advance exactly one step; its flipped cells are highlighted until the next step."""
+        """Pause and advance exactly one step; what changed is highlighted until the next step."""
         if self.running:
             self.set_running(False)
-        self.lattice_view.before_step()
-        self.session.advance(1, None)
-        self._refresh_lattice()
+        self.field_view.before_step()
+        self.runner.advance(1, None)
+        self._refresh_view()
         self._update_plots(force=True)
         self._update_status()
 
-    def set_temperature(self, T: float) -> None:
-        if self._try(self.session.set_temperature, T):
-            self.show_message(f"T = {self.model.T:.4f}")
-
-    def set_algorithm(self, algorithm: str) -> None:
-        self._try(self.session.set_algorithm, algorithm)
-
-    def _rewiring_edited(self) -> None:
-        p, dims = self.controls.rewiring()
-        self.set_rewiring(p, dims)
-
-    def set_rewiring(self, p, rewire_dims=None) -> None:
-        if p == self.model.p and (rewire_dims is None or rewire_dims == self.model.rewire_dims):
-            return
-        QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
+    def set_parameter(self, name: str, value) -> bool:
+        """A parameter edited in the form (or by a script): applied as its schema says (sim/runner.py)."""
+        schema = self.runner.model_class.Params
+        changes = {name: value}
+        if name in schema.variant_fields:
+            changes = self._variant_changes(name, value)
+        slow = schema.fields().get(name, {}).get("applies") == "rebuild" or name in ("p", "rewire_dims")
+        if slow:
+            QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
         try:
-            if self._try(self.session.set_rewiring, p, rewire_dims):
-                edges = len(self.model.graph.new_edges)
-                self.show_message(f"p = {self.model.p:.3g} ({self.model.rewire_dims}): {edges:,} rewired links")
+            ok, what = self._try(self.runner.set, **changes)
         finally:
-            QtWidgets.QApplication.restoreOverrideCursor()
-        self._refresh_lattice()
-
-    def set_geometry(self, dim: int, L) -> None:
-        """Dimension or size changed: a new model, keeping T (per dimension), p, algorithm and seed."""
-        current = self.session.current_parameters()
-        if (dim, L) == (current.dim, current.L):
-            return
-        if dim != current.dim:
-            gpu = self.model.backend_name == "cuda"
-            L = self.prefs.get(f"params/L{dim}") or default_L(dim, gpu)
-            T = self.prefs.get(f"params/T{dim}") or DEFAULT_T[dim]
-            self.prefs.set(f"params/L{current.dim}", current.L)
-            self.prefs.set(f"params/T{current.dim}", current.T)
-            dims = current.rewire_dims if dim == 3 or set(current.rewire_dims) <= set("xy") else "all"
-            new = replace(current, dim=dim, L=L, T=T, rewire_dims=dims, seed=self.controls.seed.value())
+            if slow:
+                QtWidgets.QApplication.restoreOverrideCursor()
+        if not ok:
+            return False
+        if what == "rebuild":
+            self._after_model_change()
+            self.show_message(f"new {self.model.title.lower()}: {self._describe()}")
         else:
-            new = replace(current, L=L, seed=self.controls.seed.value())
-        QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
-        try:
-            ok = self._try(self.session.rebuild, new)
-        finally:
-            QtWidgets.QApplication.restoreOverrideCursor()
-        if ok:
-            self.controls.show_parameters(self.session.parameters)
-            self.controls._set_dimension_widgets(dim, self.model.L)
-            self._after_model_change()
-            self.show_message(f"new {dim}D lattice, L = {self.model.L}")
+            info = schema.fields().get(name, {})
+            unit = f" {info['unit']}" if info.get("unit") else ""
+            later = " (used by the next reset)" if what == "reset" else ""
+            self.show_message(f"{name} = {getattr(self.runner.params, name)}{unit}{later}")
+            self._show_parameters()
+            self._refresh_view()
+        return True
 
-    def reset(self, start: str) -> None:
-        if self._try(self.session.reset, start, self.controls.seed.value()):
-            self._after_model_change()
-            self.show_message(f"reset {start} with seed {self.model.seed}")
+    def _variant_changes(self, name: str, value) -> dict:
+        """A variant field changes (the Ising dimension): the fields whose defaults depend on it take the
+        values last used in that variant, or its suggested ones; the current variant's values are kept."""
+        schema = self.runner.model_class.Params
+        current = self.runner.params
+        self.prefs.set_model_values(self.model.name, current)
+        values = {**current.model_dump(), name: value}
+        try:
+            depends = schema.suggested(gpu=self.model.backend_name == "cuda", **values)
+        except Exception:
+            depends = {}
+        stored = self.prefs.model_values(self.model.name, schema, variant_key(schema, values))
+        return {name: value, **depends, **{k: v for k, v in stored.items() if k in depends}}
+
+    def reset(self, *_unused) -> None:
+        if not self._try(self.runner.reset)[0]:
+            return
+        self._after_model_change()
+        p = self.runner.params
+        self.show_message(f"reset ({', '.join(f'{k}={getattr(p, k)}' for k in type(p).names('reset'))})")
+
+    def switch_model(self, name: str) -> bool:
+        """Run a new model of kind ``name`` with its remembered (or default) parameters; the running model
+        stays if that fails."""
+        if name == self.model.name:
+            self._show_model_choice()
+            return True
+        self.save_preferences() if self.interactive else None
+        schema = get_model(name).Params
+        values = self.prefs.model_values(name, schema)
+        if not self._try(self.runner.switch, name, values)[0]:
+            self._show_model_choice()
+            return False
+        self._after_model_change()
+        self.show_message(f"{self.model.title}: {self._describe()}")
+        return True
+
+    def _describe(self) -> str:
+        shape = "x".join(str(n) for n in self.model.shape)
+        return f"{shape} ({math.prod(self.model.shape):,} cells)"
+
+    def _show_parameters(self) -> None:
+        self.controls.show_parameters(self.runner.params.model_dump())
+
+    def _show_model_choice(self) -> None:
+        for action in self.model_actions.actions():
+            with QtCore.QSignalBlocker(action):
+                action.setChecked(action.data() == self.model.name)
+        with QtCore.QSignalBlocker(self.model_box):
+            self.model_box.setCurrentIndex(self.model_box.findData(self.model.name))
 
     def _after_model_change(self) -> None:
-        self._links_graph = None
+        """The model was replaced or reset: controls, plots, title and view follow it."""
+        model = self.model
+        self.setWindowTitle(f"latticelab: {model.title}")
+        self.controls.set_schema(type(model.params), model.marks_label)
+        self.controls.set_geometry(model.shape)
+        self._show_parameters()
+        self._show_model_choice()
+        if self._plotted_model is not type(model):
+            self._make_plots(type(model))
         self._apply_view_options()
-        self._refresh_lattice(force=True)
+        self._refresh_view(force=True)
         self._update_plots(force=True)
         self._update_status()
+
+    def _make_plots(self, model_class) -> None:
+        if self.plots is not None:
+            self.plots.remove()
+        with QtCore.QSignalBlocker(self.plot_canvas.native):
+            self.plots = LivePlots(self.plot_canvas.central_widget, series_for(model_class.declared_observables),
+                                   x_label=model_class.time_label)
+        self._plotted_model = model_class
+        self._plot_version = -1
 
     def _set_steps_per_frame(self, n: int) -> None:
         self.steps_per_frame = n
@@ -385,7 +433,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _finish_target(self) -> None:
         self._step_target = None
         self.set_running(False)
-        self._refresh_lattice()
+        self._refresh_view()
         self._update_plots(force=True)
         self._update_status()
         callbacks, self._target_reached = self._target_reached, []
@@ -401,9 +449,9 @@ class MainWindow(QtWidgets.QMainWindow):
             if limit > 0:
                 # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
                 budget = FRAME_BUDGET_S if self.adaptive and self._step_target is None else None
-                self.lattice_view.before_step()
-                self._counters["steps"] += self.session.advance(limit, budget)
-            self._refresh_lattice()
+                self.field_view.before_step()
+                self._counters["steps"] += self.runner.advance(limit, budget)
+            self._refresh_view()
             if self._step_target is not None and self.model.step_count >= self._step_target:
                 self._finish_target()
         now = time.perf_counter()
@@ -417,45 +465,38 @@ class MainWindow(QtWidgets.QMainWindow):
     def _count_frame(self, event=None) -> None:
         self._counters["frames"] += 1
 
-    def _view_key(self) -> tuple:
+    def picture(self):
         o = self.controls.view_options()
-        return o["highlight"], o["show_links"]
+        marks = o["show_links"] and self.model.marks_label is not None
+        return self.runner.picture(highlight=o["highlight"], marks=marks)
 
-    def _refresh_lattice(self, force: bool = False) -> None:
-        key = (self.session.state_version, id(self.model), self._view_key())
+    def _refresh_view(self, force: bool = False) -> None:
+        o = self.controls.view_options()
+        key = (self.runner.state_version, id(self.model), o["highlight"], o["show_links"])
         if not force and key == self._shown:
             return
         self._shown = key
-        show_links = self.controls.show_links.isChecked()
-        m, s = self.model, self.session
-        self.lattice_view.show_spins(m.xp, m.spins, s.highlight, s.rewired_mask() if show_links else None)
-        if show_links and self._links_graph is not self.model.graph:
-            self._links_graph = self.model.graph
-            self.lattice_view.set_links(self.model.rewired_edges(), self.model.L, self.model.dim)
+        self.field_view.show(self.picture())
         self.lattice_canvas.update()
 
     def _apply_view_options(self) -> None:
         o = self.controls.view_options()
-        view = self.lattice_view
-        if not o["show_links"]:
-            self._links_graph = None
-            view.set_links(None, self.model.L, self.model.dim)
-        view.set_highlights(o["highlight"], o["show_links"])
+        view = self.field_view
         view.set_mode_3d("unfold" if o["unfold"] else "cube")
         view.set_peel(o["peel"])
-        self._refresh_lattice()
+        self._refresh_view()
         if o["show_links"] and view.links_total > view.links_shown:
-            self.show_message(f"showing {view.links_shown:,} of {view.links_total:,} rewired links")
+            self.show_message(f"showing {view.links_shown:,} of {view.links_total:,} links")
         self.lattice_canvas.update()
 
     def _update_plots(self, force: bool = False) -> None:
         self._last_plot = time.perf_counter()
-        history = self.session.history
+        history = self.runner.history
         if not force and history.version == self._plot_version:
             return
         self._plot_version = history.version
-        steps, values = history.arrays()
-        self.plots.update(steps, values)
+        times, values = history.arrays()
+        self.plots.update(times, values)
         self.plot_canvas.update()
 
     def _update_status(self) -> None:
@@ -465,7 +506,7 @@ class MainWindow(QtWidgets.QMainWindow):
         labels = self.status_labels
         device = m.device_name if m.backend_name == "cuda" else "CPU (NumPy)"
         labels["backend"].setText(f"backend: {device}")
-        labels["lattice"].setText(f"{m.dim}D  L={m.L}  ({m.n_sites:,} sites)")
+        labels["lattice"].setText(f"{m.title}: {self._describe()}")
         labels["step"].setText(f"step {m.step_count:,}")
         if self.running:
             labels["steps_per_s"].setText(f"{self._counters['steps'] / elapsed:,.1f} steps/s")
@@ -477,8 +518,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # ==== screenshots ===========================================================================
     def capture(self, what: str = "view") -> np.ndarray:
-        """RGBA uint8 image: the lattice canvas as drawn ("view"), one pixel per cell ("cells"), or the
-        whole window ("window")."""
+        """RGBA uint8 image: the canvas as drawn ("view"), one pixel per cell ("cells"), or the whole window
+        ("window")."""
         if what == "view":
             return self.lattice_canvas.render(alpha=False)
         if what == "cells":
@@ -491,23 +532,25 @@ class MainWindow(QtWidgets.QMainWindow):
         raise ValueError(f"what: must be one of {', '.join(EXPORT_KINDS)}; got {what!r}")
 
     def _cells_image(self) -> np.ndarray:
-        o = self.controls.view_options()
-        codes = to_host(self.session.state_codes(with_rewired=o["show_links"]))
-        rgba = palette.colourise(codes, o["highlight"], o["show_links"])
+        rgba = self.picture().colours()
         if rgba.ndim == 3:
             return rgba
-        layout = UnfoldLayout(self.model.L)
+        L = rgba.shape[0]
+        layout = UnfoldLayout(L)
         width, height = layout.extent
         image = np.empty((height, width, 4), np.uint8)
         image[:] = palette.rgba_bytes(palette.BACKGROUND)
-        for z in range(self.model.L):
+        for z in range(L):
             x0, y0 = (int(v) for v in layout.tile_origin(z))
-            image[y0:y0 + layout.L, x0:x0 + layout.L] = rgba[z]
+            image[y0:y0 + L, x0:x0 + L] = rgba[z]
         return image
 
     def default_export_name(self) -> str:
         m = self.model
-        return f"latticelab-{m.dim}d-L{m.L}-T{m.T:.4f}-p{m.p:.3g}-step{m.step_count}.png"
+        shape = "x".join(str(n) for n in m.shape)
+        scalars = "-".join(f"{k}{v:.4g}" for k, v in m.params.model_dump().items()
+                           if isinstance(v, float) and m.params.fields()[k]["applies"] == "live")
+        return f"latticelab-{m.name}-{shape}-{scalars}-step{m.step_count}.png".replace("--", "-")
 
     def export_screenshot(self, path, what: str = "view", confirm: bool = True) -> Path | None:
         """Write a PNG. An existing file is replaced only if the user agrees (``confirm``); otherwise
@@ -515,22 +558,23 @@ class MainWindow(QtWidgets.QMainWindow):
         path = Path(path)
         if path.suffix.lower() != ".png":
             path = path.with_name(path.name + ".png")
+        overwrite = False
         if path.exists():
             if confirm:
                 if not confirm_replace(self, path):
                     self.show_message(f"not exported: {path.name} exists and was kept")
                     return None
+                overwrite = True
             else:
-                path = files.unique_path(path)
+                path = io.free_path(path)
         try:
-            files.write_png(path, self.capture(what))
+            io.write_png(path, self.capture(what), overwrite=overwrite)
         except OSError as exc:
-            self._warn("Export failed", f"could not write {path}: {exc}")
+            self._warn("Export failed", f"could not write {path}: {exc.strerror or exc}")
             return None
         self.prefs.set("folders/export", str(path.parent.resolve()))
         self.show_message(f"exported {path}")
         return path
-
 
     def _file_dialog(self, title: str, folder_key: str, name: str, filters: list[str], save: bool):
         folder = self.prefs.get(folder_key) or str(Path.cwd())
@@ -551,45 +595,47 @@ class MainWindow(QtWidgets.QMainWindow):
     # ==== save / load ===========================================================================
     def save_state(self, path, confirm: bool = True) -> Path | None:
         path = Path(path)
-        if path.suffix.lower() != files.STATE_SUFFIX:
-            path = path.with_name(path.name + files.STATE_SUFFIX)
+        if path.suffix.lower() != state.SUFFIX:
+            path = path.with_name(path.name + state.SUFFIX)
+        overwrite = False
         if path.exists():
             if confirm:
                 if not confirm_replace(self, path):
                     self.show_message(f"not saved: {path.name} exists and was kept")
                     return None
+                overwrite = True
             else:
-                path = files.unique_path(path)
+                path = io.free_path(path)
         try:
-            files.write_state(path, self.model.get_state())
+            state.save_state(path, self.model, overwrite=overwrite)
         except OSError as exc:
-            self._warn("Save failed", f"could not write {path}: {exc}")
+            self._warn("Save failed", f"could not write {path}: {exc.strerror or exc}")
             return None
         self.prefs.set("folders/state", str(path.parent.resolve()))
         self.show_message(f"saved state at step {self.model.step_count} to {path}")
         return path
 
     def load_state(self, path) -> bool:
-        """Resume from a file; a damaged file is reported and the running simulation is left untouched."""
+        """Resume from a file, switching to the model it holds; a damaged file is reported and the running
+        simulation is left untouched."""
         try:
-            state = files.read_state(path)
-            self.session.load_state(state)
-        except (files.StateFileError, ParameterError) as exc:
+            model = state.load_state(path, backend=self.runner.backend)
+        except (state.StateError, ParameterError, BackendError, MemoryError) as exc:
             self._warn("Cannot load state", f"not loaded: {exc}")
             return False
         except Exception as exc:   # anything else a foreign file may trigger: report, keep running
             self._warn("Cannot load state", f"not loaded: {path}: {type(exc).__name__}: {exc}")
             return False
+        self.runner.load(model)
         self.prefs.set("folders/state", str(Path(path).parent.resolve()))
-        self.controls.show_parameters(self.session.parameters)
-        self.controls._set_dimension_widgets(self.model.dim, self.model.L)
         self._after_model_change()
-        self.show_message(f"loaded {path} (step {self.model.step_count})")
+        self.show_message(f"loaded {path} ({self.model.title}, step {self.model.step_count})")
         return True
 
     def save_dialog(self) -> None:
         m = self.model
-        name = f"latticelab-{m.dim}d-L{m.L}-step{m.step_count}.npz"
+        shape = "x".join(str(n) for n in m.shape)
+        name = f"latticelab-{m.name}-{shape}-step{m.step_count}.npz"
         path, _ = self._file_dialog("Save state", "folders/state", name, ["Saved states (*.npz)"], save=True)
         if path:
             self.save_state(path, confirm=True)

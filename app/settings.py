@@ -1,7 +1,9 @@
-"""Persistent preferences (QSettings): last parameters, view options, folders, window layout.
+"""Persistent preferences (QSettings): the last model and its parameters, view options, folders, window layout.
 
-Every value is read through a checker; a missing or broken value falls back to its default and the
-problem is reported (one line per key), never raised.
+Model parameters are stored per model and per *variant* (ModelParams.variant_fields: the Ising model keeps
+one set per dimension), under ``models/<model>/<variant>/<field>``, and read back through the model's own
+schema, so the settings never declare a parameter again. Every value is checked on reading; a missing or
+broken value falls back to its default and the problem is reported (one line per key), never raised.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import math
 
 from PySide6 import QtCore
 
-from latticelab.sim import params as checks
+from latticelab.sim.params import ModelParams, ParameterError
 
 
 def _int(value) -> int:
@@ -17,6 +19,8 @@ def _int(value) -> int:
         raise ValueError("not an integer")
     if isinstance(value, float) and not value.is_integer():
         raise ValueError("not an integer")
+    if isinstance(value, str):
+        value = value.strip()
     return int(value)
 
 
@@ -38,41 +42,6 @@ def _bool(value) -> bool:
     raise ValueError("not a boolean")
 
 
-def _positive_float(value) -> float:
-    return checks.check_T(_float(value))
-
-
-def _dim(value) -> int:
-    return checks.check_dim(_int(value))
-
-
-def _p(value) -> float:
-    return checks.check_p(_float(value))
-
-
-def _algorithm(value) -> str:
-    checks.parse_algorithm(str(value))
-    return str(value)
-
-
-def _rewire_dims(value) -> str:
-    text = str(value)
-    if text != "all" and (not text or any(c not in "xyz" for c in text)):
-        raise ValueError("not 'all' or axis letters")
-    return text
-
-
-def _seed(value) -> int:
-    return checks.check_seed(_int(value))
-
-
-def _L(value) -> int:
-    value = _int(value)
-    if value < 4 or value % 2 or value > 1 << 16:
-        raise ValueError("not an even size >= 4")
-    return value
-
-
 def _steps(value) -> int:
     value = _int(value)
     if not 1 <= value <= 100000:
@@ -91,17 +60,9 @@ def _text(value) -> str:
     return str(value)
 
 
-# key: (checker, default); None defaults mean "chosen at run time"
+# Window-level keys: (checker, default). Model parameters are not listed here: their schema checks them.
 SCHEMA = {
-    "params/dim": (_dim, 2),
-    "params/L2": (_L, None),
-    "params/L3": (_L, None),
-    "params/T2": (_positive_float, None),
-    "params/T3": (_positive_float, None),
-    "params/p": (_p, 0.0),
-    "params/rewire_dims": (_rewire_dims, "all"),
-    "params/algorithm": (_algorithm, "metropolis"),
-    "params/seed": (_seed, 1),
+    "model": (_text, ""),
     "run/steps_per_frame": (_steps, 1),
     "run/adaptive": (_bool, True),
     "view/highlight": (_bool, True),
@@ -111,6 +72,14 @@ SCHEMA = {
     "folders/export": (_text, ""),
     "folders/state": (_text, ""),
 }
+
+_CONVERT = {int: _int, float: _float, str: _text, bool: _bool}
+
+
+def variant_key(schema: type[ModelParams], values: dict) -> str:
+    """'dim=3' for the Ising model's 3D variant; 'default' for schemas without variants."""
+    parts = [f"{name}={values[name]}" for name in schema.variant_fields if name in values]
+    return ",".join(parts) or "default"
 
 
 class Preferences:
@@ -135,6 +104,55 @@ class Preferences:
         if self.store is not None:
             self.store.setValue(key, value)
 
+    # ---- model parameters --------------------------------------------------------------------------
+    def _prefix(self, model: str, variant: str) -> str:
+        return f"models/{model}/{variant}/"
+
+    def last_variant(self, model: str) -> str | None:
+        if self.store is None:
+            return None
+        key = f"models/{model}/variant"
+        return str(self.store.value(key)) if self.store.contains(key) else None
+
+    def model_values(self, model: str, schema: type[ModelParams], variant: str | None = None) -> dict:
+        """The stored parameter values of ``model`` (of ``variant``, else of its last variant) that its schema
+        accepts, as plain Python values. A stored value the schema refuses is dropped and reported."""
+        variant = variant or self.last_variant(model)
+        if self.store is None or variant is None:
+            return {}
+        prefix = self._prefix(model, variant)
+        values = {}
+        for name, info in schema.fields().items():
+            key = prefix + name
+            if not self.store.contains(key):
+                continue
+            raw = self.store.value(key)
+            try:
+                values[name] = _CONVERT.get(info["type"], _text)(raw)
+            except (TypeError, ValueError) as exc:
+                self.problems.append(f"setting {key}={raw!r} ignored ({exc}); using the default")
+        # check them together with the schema (ranges, and combinations such as L with dim), dropping the bad
+        while values:
+            try:
+                schema.create(**values)
+                break
+            except ParameterError as exc:
+                name = exc.parameter if exc.parameter in values else next(iter(values))
+                self.problems.append(f"setting {prefix + name}={values.pop(name)!r} ignored ({exc}); "
+                                     "using the default")
+        return values
+
+    def set_model_values(self, model: str, params: ModelParams) -> None:
+        """Remember ``params`` as the last values of ``model`` (and of their variant)."""
+        if self.store is None:
+            return
+        values = params.model_dump()
+        variant = variant_key(type(params), values)
+        for name, value in values.items():
+            self.store.setValue(self._prefix(model, variant) + name, value)
+        self.store.setValue(f"models/{model}/variant", variant)
+
+    # ---- window layout -----------------------------------------------------------------------------
     def get_bytes(self, key: str) -> QtCore.QByteArray | None:
         if self.store is None or not self.store.contains(key):
             return None

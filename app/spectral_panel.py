@@ -1,10 +1,11 @@
-"""A dock with the spectral views (thesis 003, section 7.4): the FFT magnitude of the running model --
-a greyscale image in 2D, iso-surfaces with an iso slider in 3D -- its spherical mean, the like-spin
-cluster-size histogram, averaging over steps, and CSV/NPZ export.
+"""A dock with the spectral views (thesis 003, section 7.4): the FFT magnitude of the running model's main
+field (the first of ``model.fields()``) -- a greyscale image in 2D, iso-surfaces with an iso slider in 3D --
+its spherical mean, the cluster-size histogram of models that have clusters (sim/model.py: HasClusters),
+averaging over steps, and CSV/NPZ export.
 
 The panel pulls from the window's model on its own timer (a few times a second, only while visible), so
 the window needs one line to add it: ``spectral_panel.install(window)``. It notices on its own when the
-model changes (new lattice, dimension, p or rewired dimensions), restarts the average and redraws.
+model or its parameters change, restarts the average and redraws.
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from latticelab.render.isosurface import SpectrumIsoView
 from latticelab.render.plots import one_font_manager
 from latticelab.render.spectral import ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
 from latticelab.sim.analysis import spectral
-from latticelab.sim.models.ising.clusters import cluster_sizes_of_model, size_histogram
+from latticelab.sim.io import free_path
+from latticelab.sim.analysis.statistics import size_histogram
+from latticelab.sim.model import HasClusters, main_field
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +40,7 @@ EXPORTS = {  # kind: (file dialog filter, suffix, button text)
 
 
 class SpectralPanel(QtWidgets.QDockWidget):
-    """Spectral views of ``model_source()`` (an IsingModel or anything with ``spins``)."""
+    """Spectral views of ``model_source()`` (any model: its main field)."""
 
     def __init__(self, model_source: Callable[[], object], parent=None, prefs=None, interactive: bool = True,
                  refresh_ms: int = REFRESH_MS):
@@ -126,9 +129,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
     @staticmethod
     def identity(model) -> tuple:
         """What, when changed, makes earlier spectra incomparable (restarts the average)."""
-        spins = model.spins
-        return (id(model), tuple(spins.shape), getattr(model, "p", None), getattr(model, "rewire_dims", None),
-                getattr(model, "graph", None) is not None and id(model.graph))
+        return (id(model), tuple(model.shape), model.params)
 
     def reset_average(self) -> None:
         self.accumulator.reset()
@@ -156,7 +157,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         if identity != self._identity:
             self._identity = identity
             self.accumulator.reset()
-            self._set_dimension(model.spins.ndim)
+            self._set_dimension(len(model.shape))
         elif not force and step is not None and step == self._shown_step:
             return False
         self._shown_step = step
@@ -187,7 +188,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
 
     def _update_from(self, model) -> None:
         t0 = time.perf_counter()
-        mag = spectral.fft_magnitude(model.spins)
+        field_name, field = main_field(model)
+        mag = spectral.fft_magnitude(field)
         if self.average_box.isChecked():
             self.accumulator.add(mag)
             shown = self.accumulator.mean
@@ -199,23 +201,23 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self._spectrum_view.set_spectrum(shown)
         self.mean_plot.set_data(self.accumulator.spherical())
         clusters = ""
-        if self.clusters_box.isChecked():
-            if model.spins.size <= CPU_CLUSTER_LIMIT or getattr(model, "backend_name", "numpy") == "cuda":
-                sizes = cluster_sizes_of_model(model)
-                edges, up = size_histogram(sizes[1], model.spins.size)
-                _, down = size_histogram(sizes[-1], model.spins.size)
-                self.hist_plot.set_data(edges, up, down)
-                largest = max([s[0] for s in sizes.values() if s.size] or [0])
-                clusters = f" | clusters: {sizes[1].size} up, {sizes[-1].size} down, largest {largest}"
+        n_cells = int(field.size)
+        if self.clusters_box.isChecked() and isinstance(model, HasClusters):
+            if n_cells <= CPU_CLUSTER_LIMIT or model.backend_name == "cuda":
+                groups = model.cluster_size_groups()
+                (first, a), (second, b) = list(groups.items())[:2]
+                edges, counts_a = size_histogram(a, n_cells)
+                _, counts_b = size_histogram(b, n_cells)
+                self.hist_plot.set_data(edges, counts_a, counts_b)
+                largest = max([s[0] for s in groups.values() if s.size] or [0])
+                clusters = f" | clusters: {a.size} {first}, {b.size} {second}, largest {largest}"
             else:
-                clusters = " | cluster sizes off above 2M sites on the CPU"
+                clusters = " | cluster sizes off above 2M cells on the CPU"
         self.last_error = ""
-        dims = getattr(model, "rewire_dims", "?")
-        p = getattr(model, "p", None)
-        self.info.setText(
-            f"step {getattr(model, 'step_count', '?')} | p={p:g} rewired {dims} | averaged over "
-            f"{self.accumulator.count} | {1e3 * (time.perf_counter() - t0):.0f} ms{clusters}"
-            if p is not None else f"averaged over {self.accumulator.count}{clusters}")
+        live = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                         for k, v in model.params.model_dump().items() if k in type(model.params).names("live"))
+        self.info.setText(f"{field_name}, step {model.step_count} | {live} | averaged over "
+                          f"{self.accumulator.count} | {1e3 * (time.perf_counter() - t0):.0f} ms{clusters}")
         self.canvas.update()
 
     # ==== iso value =============================================================================
@@ -241,10 +243,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
         model = self._model()
         meta = {}
         if model is not None:
-            for key in ("dim", "L", "T", "p", "rewire_dims", "algorithm", "seed", "step_count"):
-                value = getattr(model, key, None)
-                if value is not None:
-                    meta[key] = value if isinstance(value, (str, int, float)) else str(value)
+            meta = {"model": model.name, "field": main_field(model)[0], **model.params.model_dump(),
+                    "step_count": model.step_count}
         return self.accumulator.record(**meta)
 
     def export(self, kind: str, path, confirm: bool = True) -> Path | None:
@@ -263,7 +263,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
                     return None
                 overwrite = True
             else:
-                path = spectral.free_path(path)
+                path = free_path(path)
         try:
             written = spectral.export(self.record(), path, kind, overwrite=overwrite)
         except (OSError, ValueError) as exc:

@@ -1,8 +1,10 @@
 """``latticelab bench render``: frames/s of the full frame through CUDA-OpenGL interop and through host uploads.
 
-A full frame is what the GUI does per frame on a CUDA machine: one simulation step (``IsingModel.step(1)``
-on CuPy), colouring (``encode_state`` on the GPU; the palette is applied in the fragment shader), the
-upload into the lattice view's texture, the draw of the whole VisPy scene, and ``glFinish``. The same run
+A full frame is what the GUI does per frame on a CUDA machine: ``FieldView.before_step()``, one simulation
+step (``IsingModel.step(1)`` on CuPy), the model's picture (``model.picture(highlight=model.changed())``: byte
+codes + palette, sim/picture.py) shown by the field view -- through interop the codes are computed and stored
+into the texture by one kernel (the Ising encoder's ``cell_code4`` composed with the surface writer); the
+palette is applied in the fragment shader --, the draw of the whole VisPy scene, and ``glFinish``. The same run
 measures both upload paths on the same views: interop (render/interop.py, zero-copy) and host
 (``cupy.asnumpy`` + ``set_data``), and also "render-only" frames (no simulation step) so that the render
 path's own speed stays visible while the simulation step dominates.
@@ -39,19 +41,19 @@ def add_arguments(parser) -> None:
 
 
 class FrameBench:
-    """One lattice view on its own headless canvas, fed by one model, through one upload path."""
+    """One field view on its own headless canvas, fed by one model's pictures, through one upload path."""
 
     def __init__(self, model, canvas_size: int, host: bool):
         from vispy import scene
 
         from latticelab.render import interop, palette
-        from latticelab.render.lattice_view import LatticeView
+        from latticelab.render.field_view import FieldView
 
         self.model = model
         self.canvas = scene.SceneCanvas(size=(canvas_size, canvas_size), show=False, keys=None,
                                         bgcolor=palette.BACKGROUND)
         self.canvas.set_current()
-        self.view = LatticeView(self.canvas.central_widget.add_view())
+        self.view = FieldView(self.canvas.central_widget.add_view())
         self.interop = interop.interop_for(self.canvas)
         if host:
             self.interop.force_host("benchmark: the host-upload path was requested")
@@ -61,7 +63,7 @@ class FrameBench:
 
     def show(self) -> None:
         m = self.model
-        self.view.show_spins(m.xp, m.spins, m.flipped)
+        self.view.show(m.picture(highlight=m.changed()))
 
     def draw(self) -> None:
         from vispy.gloo import gl

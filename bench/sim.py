@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from latticelab.sim.models.ising.gpu import KERNEL_DIR as ISING_KERNELS
+
 import numpy as np
 
 from latticelab.bench.report import device_slug, print_table, write_results
@@ -220,7 +222,8 @@ def rate(metric: str, seconds_per_step: float, n_sites: int) -> float:
 
 
 def run_case(cp, name: str, spec: dict, args) -> dict:
-    from latticelab.sim.models.ising.model import IsingModel, ReferenceEngine
+    from latticelab.sim.models.ising.engines import ReferenceEngine
+    from latticelab.sim.models.ising.model import IsingModel
     algorithm, dim, L, p, T = spec["algorithm"], spec["dim"], spec["L"], spec["p"], spec["T"]
     metric = METRICS[algorithm]
     quick = args.quick
@@ -339,12 +342,12 @@ def main(args) -> int:
         print(f"{c['case']:38} target {c['target']:>7g} {'met' if c['target_met'] else 'MISSED':6} "
               f"x{c['anchor_ratio']} vs {c['anchor_name']}")
     if args.sass:
-        counts = sass_counts({"metropolis_multispin<2>": "metropolis_multispin.cu",
-                              "metropolis_multispin<3>": "metropolis_multispin.cu",
-                              "metropolis_chunks<2, 4, true>": "metropolis.cu",
-                              "label_tiles<2, 8, 1>": "labelling.cu",
-                              "label_tiles<3, 8, 4>": "labelling.cu",
-                              "cluster_flip<0>": "labelling.cu"})
+        counts = sass_counts({"metropolis_multispin<2>": ISING_KERNELS / "metropolis_multispin.cu",
+                              "metropolis_multispin<3>": ISING_KERNELS / "metropolis_multispin.cu",
+                              "metropolis_chunks<2, 4, true>": ISING_KERNELS / "metropolis.cu",
+                              "label_tiles<2, 8, 1>": ISING_KERNELS / "labelling.cu",
+                              "label_tiles<3, 8, 4>": ISING_KERNELS / "labelling.cu",
+                              "cluster_flip<0>": ISING_KERNELS / "labelling.cu"})
         print("SASS instructions (static):", counts)
         for c in cases:
             c["details"]["sass_instructions"] = counts

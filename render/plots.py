@@ -15,23 +15,29 @@ from latticelab.render.visuals import Polyline
 
 PLOT_BACKGROUND = (0.11, 0.11, 0.13, 1.0)
 TEXT = (0.85, 0.85, 0.85, 1.0)
-SERIES = (
-    ("magnetisation", "|M| per spin", (0.95, 0.75, 0.2, 1.0)),
-    ("energy", "energy per spin", (0.35, 0.75, 1.0, 1.0)),
-    ("flipped_fraction", "fraction flipped (Wolff: cluster size)", (0.4, 0.95, 0.45, 1.0)),
-    ("energy_std", "std of energy (window)", (0.7, 0.55, 1.0, 1.0)),
-    ("flipped_std", "std of fraction flipped (window)", (1.0, 0.5, 0.45, 1.0)),
-)
+COLOURS = ((0.95, 0.75, 0.2, 1.0), (0.35, 0.75, 1.0, 1.0), (0.4, 0.95, 0.45, 1.0), (0.7, 0.55, 1.0, 1.0),
+           (1.0, 0.5, 0.45, 1.0), (0.3, 0.9, 0.9, 1.0), (0.9, 0.9, 0.9, 1.0))
+
+
+def series_for(observables) -> tuple:
+    """(key, title, colour) for each declared observable (sim/model.py: Observable), then the running
+    standard deviation of those declared with ``spread`` (keys ``<name>_std``, as sim/runner.py records)."""
+    rows = [(o.name, f"{o.label}{f' [{o.unit}]' if o.unit else ''}") for o in observables]
+    rows += [(f"{o.name}_std", f"std of {o.label} (window)") for o in observables if o.spread]
+    return tuple((key, title, COLOURS[i % len(COLOURS)]) for i, (key, title) in enumerate(rows))
 
 
 class LivePlots:
-    """Stacked plots of ``SERIES``; ``update(steps, values)`` redraws them over the given steps."""
+    """Stacked plots of ``series`` ((key, title, colour) rows, see ``series_for``); ``update(times, values)``
+    redraws them over the given times (steps or simulated time, ``x_label``)."""
 
-    def __init__(self, parent_widget, series=SERIES):
+    def __init__(self, parent_widget, series, x_label: str = "step"):
+        self.x_label = x_label
         with one_font_manager():
             self._build(parent_widget, series)
 
     def _build(self, parent_widget, series) -> None:
+        self.parent_widget = parent_widget
         self.grid = parent_widget.add_grid(spacing=0, margin=4)
         self.series = series
         self.views, self.lines = {}, {}
@@ -72,6 +78,11 @@ class LivePlots:
             # x is drawn relative to x0 so float32 vertices stay exact after millions of steps
             self.views[key].camera.rect = (0.0, y0, x1 - x0, y1 - y0)
         self.x_axis.axis.domain = (x0, x1)
+
+    def remove(self) -> None:
+        """Take the plots out of their parent widget (before plots of another model are made)."""
+        self.parent_widget.remove_widget(self.grid)
+        self.grid.parent = None
 
     def clear(self) -> None:
         self.update(np.zeros(0), {})

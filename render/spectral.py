@@ -10,6 +10,7 @@ import numpy as np
 from vispy import scene
 
 from latticelab.sim.analysis.spectral import SphericalMean, SphericalSummary
+from latticelab.sim.backend import to_numpy
 
 TEXT = (0.85, 0.85, 0.85, 1.0)
 BACKGROUND = (0.11, 0.11, 0.13, 1.0)
@@ -18,10 +19,6 @@ SPREAD_COLOUR = (0.35, 0.75, 1.0, 0.45)
 HIST_COLOUR = (0.95, 0.75, 0.2, 1.0)
 HIST_DOWN_COLOUR = (0.4, 0.95, 0.45, 1.0)
 MAX_IMAGE = 1024
-
-
-def _host(a) -> np.ndarray:
-    return a if isinstance(a, np.ndarray) else a.get()
 
 
 def display_image(magnitude, gamma: float = 0.5, max_side: int = MAX_IMAGE) -> np.ndarray:
@@ -37,7 +34,7 @@ def display_image(magnitude, gamma: float = 0.5, max_side: int = MAX_IMAGE) -> n
     m = m / (top if top > 0 else 1.0)
     if gamma != 1.0:
         m = m ** gamma
-    return np.ascontiguousarray(_host(m).astype(np.float32))
+    return to_numpy(m).astype(np.float32, copy=False)
 
 
 class SpectrumImageView:

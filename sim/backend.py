@@ -1,10 +1,12 @@
-"""The one place that picks the array module (NumPy or CuPy) for a run.
+"""The one place that picks the array module (NumPy or CuPy) for a run, and the two array helpers every
+layer uses: ``array_module(array)`` (which module owns an array) and ``to_numpy(array)`` (a host copy).
 
 Everything else receives the chosen module as ``xp``; nothing else imports CuPy at import time.
 """
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -76,8 +78,26 @@ def select_backend(name: str = "auto") -> Backend:
     return backend
 
 
-def to_numpy(array) -> numpy.ndarray:
-    """A host copy of a NumPy or CuPy array (NumPy arrays are returned as they are)."""
+def array_module(array) -> ModuleType:
+    """numpy or cupy, whichever owns ``array``; anything that is not a CuPy array (NumPy arrays and scalars,
+    Python numbers, lists) belongs to numpy.
+
+    CuPy is never imported here: an array can only be CuPy's once CuPy has been imported by someone else.
+    """
     if isinstance(array, numpy.ndarray):
+        return numpy
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(array, cupy.ndarray):
+        return cupy
+    return numpy
+
+
+def to_numpy(array) -> numpy.ndarray:
+    """A C-contiguous NumPy array with the values of a NumPy or CuPy array (or anything ``numpy.asarray``
+    takes): CuPy arrays are copied to the host; NumPy input is returned as it is when already C-contiguous
+    (so callers that will modify the result and need their own copy call ``.copy()``)."""
+    if not isinstance(array, numpy.ndarray):
+        array = array.get() if array_module(array) is not numpy else numpy.asarray(array)
+    if array.flags.c_contiguous:
         return array
-    return array.get()
+    return numpy.ascontiguousarray(array)

@@ -1,13 +1,9 @@
-"""Refuse lattices that cannot fit in the chosen backend's memory, before allocating anything."""
+"""Refuse models that cannot fit in the chosen backend's memory, before allocating anything."""
 from __future__ import annotations
 
 import os
 
 from latticelab.sim.params import ParameterError
-
-# Working set of the vectorised updates per site: spins, a float32 random, the field, masks and temporaries.
-BYTES_PER_SITE = 24
-
 
 def available_bytes(backend) -> int:
     if backend.is_gpu:
@@ -19,10 +15,11 @@ def available_bytes(backend) -> int:
         return 1 << 62
 
 
-def check_fits(dim: int, L: int, backend) -> None:
-    need = BYTES_PER_SITE * L ** dim
+def check_fits(need_bytes: int, backend, parameter: str, what: str) -> None:
+    """Raise ParameterError(parameter) when ``need_bytes`` exceed the free memory of the backend's device;
+    ``what`` describes the request in the message ("a 2D lattice of side 8192")."""
     have = available_bytes(backend)
-    if need > have:
+    if need_bytes > have:
         where = f"GPU {backend.device_name}" if backend.is_gpu else "host memory"
-        raise ParameterError("L", f"a {dim}D lattice of side {L} needs about {need / 2**30:.1f} GiB; "
-                                  f"only {have / 2**30:.1f} GiB is free on the {where}; choose a smaller L")
+        raise ParameterError(parameter, f"{what} needs about {need_bytes / 2**30:.1f} GiB; "
+                                        f"only {have / 2**30:.1f} GiB is free on the {where}; choose a smaller {parameter}")

@@ -4,7 +4,7 @@ import pytest
 
 from latticelab.sim.models.ising.exact import onsager_energy
 
-from test_ising_exact import block_mean_and_error
+from helpers import block_mean_and_error
 
 
 @pytest.mark.gpu

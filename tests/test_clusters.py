@@ -1,11 +1,12 @@
-"""sim/clusters.py: like-spin clusters over the rewired graph against a brute-force breadth-first search."""
+"""sim/models/ising/clusters.py: like-spin clusters over the rewired graph against a brute-force breadth-first search."""
 from collections import deque
 
 import numpy as np
 import pytest
 
-from latticelab.sim.models.ising.clusters import (cluster_sizes, label_by_hook_and_jump, label_like_spin_clusters, like_spin_bonds,
-                          size_histogram)
+from latticelab.sim.analysis.components import label_by_hook_and_jump
+from latticelab.sim.analysis.statistics import size_histogram
+from latticelab.sim.models.ising.clusters import cluster_sizes, label_like_spin_clusters, like_spin_bonds
 from latticelab.sim.models.ising.lattice import build_lattice
 
 

@@ -13,27 +13,13 @@ import pytest
 
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.gpu import philox
-from latticelab.sim.models.ising.model import IsingModel, ReferenceEngine
+from latticelab.sim.models.ising.engines import ReferenceEngine
+from latticelab.sim.models.ising.model import IsingModel
 from latticelab.sim.models.ising.swendsen_wang import label_components
 from latticelab.sim.models.ising.lattice import build_lattice, site_colour
 from latticelab.sim.rng import StreamRNG
 
-DEVICES = ["emulator", pytest.param("cuda", marks=pytest.mark.gpu)]
-
-
-def device_xp(device: str):
-    """The array module the kernels run on: the CPU emulator's stand-in for CuPy, or CuPy itself."""
-    if device == "emulator":
-        from latticelab.sim.gpu.emulate import compiler, emulated_xp
-        if compiler() is None:
-            pytest.skip("no C++ compiler (g++) for the CUDA emulator")
-        return emulated_xp()
-    from latticelab.sim.backend import select_backend
-    return select_backend("cuda").xp
-
-
-def random_spins(shape, seed: int, up: float = 0.5) -> np.ndarray:
-    return np.where(np.random.default_rng(seed).random(shape) < up, 1, -1).astype(np.int8)
+from helpers import DEVICES, device_xp, random_spins
 
 
 def metropolis_twin(lattice, spins: np.ndarray, T: float, key) -> tuple[np.ndarray, np.ndarray]:
@@ -256,7 +242,8 @@ def test_ising_model_steps_use_the_packed_sweeps_with_the_same_trajectory():
         np.testing.assert_array_equal(to_numpy(a.spins), to_numpy(b.spins))
         np.testing.assert_array_equal(to_numpy(a.flipped), to_numpy(b.flipped))
         assert a.step_count == b.step_count == 7 and a.get_state()["streams_used"] == b.get_state()["streams_used"]
-        resumed = IsingModel.from_state(a.get_state(), backend="cuda")
+        from latticelab.sim.state import restore, state_of
+        resumed = restore(state_of(a), backend="cuda")
         a.step(5)
         resumed.step(5)
         np.testing.assert_array_equal(to_numpy(a.spins), to_numpy(resumed.spins))

@@ -5,32 +5,11 @@ import pytest
 from latticelab.sim.models.ising.exact import exact_averages
 from latticelab.sim.models.ising.model import IsingModel
 
-BACKENDS = ["numpy", pytest.param("cuda", marks=pytest.mark.gpu)]
+from helpers import BACKENDS, block_mean_and_error, sample
+
 GRAPHS = {"regular 4x4": 0.0, "rewired 4x4": 0.35}
 TEMPERATURES = [1.6, 2.4, 3.5]
 ALGORITHMS = {"metropolis": 24000, "wolff": 24000, "3:1": 24000}
-
-
-def block_mean_and_error(series: np.ndarray, blocks: int = 20) -> tuple[float, float]:
-    """Mean and its standard error from block means (accounts for autocorrelation)."""
-    n = series.size // blocks * blocks
-    means = series[:n].reshape(blocks, -1).mean(axis=1)
-    return float(means.mean()), float(means.std(ddof=1) / np.sqrt(blocks))
-
-
-def sample(model: IsingModel, steps: int, burn_in: int = 500) -> dict[str, np.ndarray]:
-    model.step(burn_in)
-    edges = model.edges()
-    a, b = edges[:, 0], edges[:, 1]
-    n = model.n_sites
-    energy, magnet = np.empty(steps), np.empty(steps)
-    for i in range(steps):
-        model.step(1)
-        s = np.asarray(model.spins.get() if hasattr(model.spins, "get") else model.spins).reshape(-1)
-        s = s.astype(np.int64)
-        energy[i] = -(s[a] * s[b]).sum() / n
-        magnet[i] = abs(s.sum()) / n
-    return {"energy": energy, "magnetisation": magnet}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -5,7 +5,7 @@ import pytest
 from latticelab.sim.models.ising.exact import onsager_energy, yang_magnetisation
 from latticelab.sim.models.ising.model import IsingModel
 
-from test_ising_exact import BACKENDS, block_mean_and_error
+from helpers import BACKENDS, block_mean_and_error
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

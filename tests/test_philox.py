@@ -6,7 +6,7 @@ from scipy import stats
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.gpu import philox
 
-from test_gpu_kernels import DEVICES, device_xp
+from helpers import DEVICES, device_xp
 
 # Random123's tests/kat_vectors, the three "philox4x32 10" lines: counter[4] key[2] -> result[4].
 KNOWN_ANSWERS = [

@@ -9,8 +9,7 @@ from latticelab.sim.models.ising.swendsen_wang import swendsen_wang_update
 from latticelab.sim.models.ising.lattice import build_lattice
 from latticelab.sim.rng import StreamRNG
 
-from test_gpu_kernels import DEVICES, device_xp, random_spins
-from test_ising_exact import BACKENDS, block_mean_and_error, sample
+from helpers import BACKENDS, DEVICES, block_mean_and_error, device_xp, random_spins, sample
 
 GRAPHS = {"regular 4x4": 0.0, "rewired 4x4": 0.35}
 

@@ -25,15 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from latticelab.sim.backend import array_module, to_numpy
+
 NORMALISATIONS = ("sites", "max", "none")
-
-
-def array_module(array):
-    """numpy or cupy, whichever owns ``array`` (CuPy is imported only if the array is not NumPy's)."""
-    if isinstance(array, np.ndarray):
-        return np
-    import cupy
-    return cupy
 
 
 def as_real_field(field, xp=None):
@@ -134,15 +128,11 @@ def spherical_mean(magnitude, xp=None) -> SphericalMean:
     """
     xp = xp or array_module(magnitude)
     mean, counts = spherical_mean_device(magnitude, xp)
-    mean, counts = _host(mean), _host(counts)
+    mean, counts = to_numpy(mean), to_numpy(counts)
     keep = counts > 0
     keep[0] = False
     k = np.arange(mean.size, dtype=np.float64)
     return SphericalMean(k=k[keep], mean=mean[keep], modes=counts[keep].astype(np.int64))
-
-
-def _host(a):
-    return a if isinstance(a, np.ndarray) else a.get()
 
 
 @dataclass
@@ -205,18 +195,18 @@ class SpectrumAccumulator:
         self._require_data()
         xp = array_module(self._radial_mean)
         _, counts, _ = _shells.get(self.shape, xp)
-        counts = _host(counts)
+        counts = to_numpy(counts)
         keep = counts > 0
         keep[0] = False
-        mean = _host(self._radial_mean)
-        std = _host((self._radial_m2 / max(self.count - 1, 1)) ** 0.5)
+        mean = to_numpy(self._radial_mean)
+        std = to_numpy((self._radial_m2 / max(self.count - 1, 1)) ** 0.5)
         k = np.arange(mean.size, dtype=np.float64)
         return SphericalSummary(k=k[keep], mean=mean[keep], std=std[keep], modes=counts[keep].astype(np.int64),
                                 count=self.count)
 
     def record(self, **metadata) -> "SpectrumRecord":
         """Everything worth saving, on the host."""
-        return SpectrumRecord(mean=_host(self.mean).astype(np.float32), std=_host(self.std).astype(np.float32),
+        return SpectrumRecord(mean=to_numpy(self.mean).astype(np.float32), std=to_numpy(self.std).astype(np.float32),
                               spherical=self.spherical(), count=self.count,
                               metadata={"normalise": self.normalise, **metadata})
 

@@ -19,23 +19,23 @@ def _vispy_qt():
 
 @pytest.fixture
 def make_window(qtbot, tmp_path):
-    """make_window(dim=2, L=32, ..., settings=None) -> a shown, paused MainWindow with its own settings file."""
+    """make_window(dim=2, L=32, ..., model="ising", settings=None) -> a shown, paused MainWindow with its own
+    settings file; keyword parameters go to the model's schema."""
     from PySide6 import QtCore
 
     from latticelab.app.main_window import MainWindow
-    from latticelab.app.session import SimulationParameters
     from latticelab.app.settings import Preferences
 
     windows = []
 
-    def make(settings_file=None, running=False, size=(1100, 760), **params):
-        params.setdefault("dim", 2)
-        params.setdefault("L", 32)
-        params.setdefault("T", 2.2 if params["dim"] == 2 else 4.2)
-        params.setdefault("backend", "numpy")
+    def make(settings_file=None, running=False, size=(1100, 760), model="ising", backend="numpy", **params):
+        if model == "ising":
+            params.setdefault("dim", 2)
+            params.setdefault("L", 32)
+            params.setdefault("T", 2.2 if params["dim"] == 2 else 4.2)
         path = settings_file or tmp_path / f"settings-{len(windows)}.ini"
         prefs = Preferences(QtCore.QSettings(str(path), QtCore.QSettings.Format.IniFormat))
-        window = MainWindow(SimulationParameters(**params), prefs, interactive=True)
+        window = MainWindow(model, params, prefs, interactive=True, backend=backend)
         qtbot.addWidget(window)
         window.resize(*size)
         window.show()

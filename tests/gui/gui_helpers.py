@@ -51,6 +51,24 @@ def pixels_at(image: np.ndarray, canvas_xy: np.ndarray) -> np.ndarray:
 
 
 def expected_rgb(codes, show_flipped=True, show_rewired=False, shade=1.0) -> np.ndarray:
-    from latticelab.render import palette
-    table = palette.colour_table(show_flipped, show_rewired)[:, :3].astype(float)
+    from latticelab.sim.models.ising.picture import palette
+    table = palette(show_flipped, show_rewired)[:, :3].astype(float)
     return np.round(table[np.asarray(codes).ravel()] * shade).astype(int)
+
+
+def type_into(box, text) -> None:
+    """Type ``text`` into a line edit and press Enter (what a user does)."""
+    box.setText(str(text))
+    box.editingFinished.emit()
+
+
+def choose(combo, text: str) -> None:
+    """Pick ``text`` in a combo box as a user would (an editable one: type it and press Enter)."""
+    if combo.isEditable():
+        combo.setCurrentText(text)
+        combo.lineEdit().editingFinished.emit()
+        return
+    index = combo.findText(text)
+    assert index >= 0, f"{text!r} is not offered by {combo.objectName()}"
+    combo.setCurrentIndex(index)
+    combo.activated.emit(index)

@@ -10,7 +10,7 @@ from pathlib import Path
 import imageio.v3 as iio
 import numpy as np
 import pytest
-from gui_helpers import answer_next_dialog
+from gui_helpers import answer_next_dialog, choose, type_into
 from PySide6 import QtCore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,15 +56,15 @@ def test_cells_and_window_screenshots(make_window, tmp_path):
     window = make_window(dim=2, L=32, T=2.2)
     cells = _png(window.export_screenshot(tmp_path / "cells.png", "cells"))
     assert cells.shape[:2] == (32, 32)
-    from latticelab.render.palette import colourise
-    from latticelab.render.upload import encode_state
+    from latticelab.sim.models.ising.picture import encode_codes as encode_state
+    from latticelab.sim.models.ising.picture import palette
     m = window.model
-    np.testing.assert_array_equal(cells, colourise(encode_state(np, m.spins, window.session.highlight)))
+    np.testing.assert_array_equal(cells, palette()[encode_state(np, m.spins, window.runner.highlight)])
     whole = _png(window.export_screenshot(tmp_path / "window.png", "window"))
     assert whole.shape[:2] == (window.height(), window.width())
     assert len(np.unique(whole.reshape(-1, whole.shape[-1]), axis=0)) > 10
     # the lattice is inside the whole-window picture: its most common colours are spin colours
-    window.controls.dimension.setCurrentIndex(1)
+    choose(window.controls.field("dim").combo, "3D")
     cells3 = _png(window.export_screenshot(tmp_path / "cells3.png", "cells"))
     from latticelab.render.unfold import UnfoldLayout
     width, height = UnfoldLayout(window.model.L).extent
@@ -83,12 +83,13 @@ def test_save_and_load_give_identical_next_steps(make_window, qtbot, tmp_path):
     expected_step = window.model.step_count
     expected_obs = window.model.observables()
 
-    window.controls.temperature_box.setValue(1.0)   # change things, then resume from the file
-    window.reset("cold")
+    type_into(window.controls.field("T").box, "1.0")   # change things, then resume from the file
+    window.set_parameter("start", "cold")
+    window.reset()
     assert window.load_state(path)
     assert window.model.step_count == 4 and window.model.T == 2.3
-    assert window.controls.temperature_box.value() == 2.3
-    assert window.controls.algorithm.currentText() == "hybrid"
+    assert float(window.controls.field("T").box.text()) == 2.3
+    assert window.controls.field("algorithm").combo.currentText() == "hybrid"
     for _ in range(5):
         window.step_once()
     assert window.model.step_count == expected_step
@@ -128,29 +129,29 @@ def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
     window = make_window(dim=2, L=24, T=2.1, settings_file=settings)
     window.controls.show_links.setChecked(True)
     window.controls.steps_per_frame.setValue(7)
-    window.controls.seed.setValue(5)
+    window.controls.field("seed").spin.setValue(5)
     window.close()
 
     from latticelab.app.gui import resolve_parameters
     from latticelab.app.settings import Preferences
     store = QtCore.QSettings(str(settings), QtCore.QSettings.Format.IniFormat)
-    args = type("Args", (), dict(dim=None, L=None, T=None, p=None, rewire_dims=None, algorithm=None, seed=None,
-                                 backend="numpy", start="hot"))()
+    args = type("Args", (), dict(model=None, dim=None, L=None, T=None, p=None, rewire_dims=None, algorithm=None,
+                                 seed=None, start=None, backend="numpy"))()
     params = resolve_parameters(args, Preferences(store), gpu=False)
     assert (params.dim, params.L, params.T, params.seed) == (2, 24, 2.1, 5)
     args.T = 1.9                                             # the command line wins over the settings
     assert resolve_parameters(args, Preferences(store), gpu=False).T == 1.9
     args.T = None
 
-    store.setValue("params/T2", "hot")
-    store.setValue("params/L2", "-3")
+    store.setValue("models/ising/dim=2/T", "hot")
+    store.setValue("models/ising/dim=2/L", "-3")
     store.setValue("run/steps_per_frame", "many")
     store.setValue("window/geometry", "not bytes")
     store.sync()
     prefs = Preferences(QtCore.QSettings(str(settings), QtCore.QSettings.Format.IniFormat))
     params = resolve_parameters(args, prefs, gpu=False)
     assert params.T == 2.25 and params.L == 512 and params.seed == 5   # broken ones: defaults; others kept
-    assert len(prefs.problems) == 2 and any("params/T2" in p for p in prefs.problems)
+    assert len(prefs.problems) == 2 and any("models/ising/dim=2/T" in p for p in prefs.problems)
     again = make_window(settings_file=settings, L=16)
     assert again.controls.show_links.isChecked()                       # kept from the last session
     assert again.controls.steps_per_frame.value() == 1                 # broken: default

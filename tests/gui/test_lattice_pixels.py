@@ -8,12 +8,12 @@ from gui_helpers import activate, cell_centres_2d, expected_rgb, pixels_at
 from PySide6 import QtCore
 
 from latticelab.render.unfold import UnfoldLayout
-from latticelab.render.upload import encode_state
+from latticelab.sim.models.ising.picture import encode_codes as encode_state
 
 
 def shown_codes(window):
     m = window.model
-    return encode_state(np, m.spins, window.session.highlight, None)
+    return encode_state(np, m.spins, window.runner.highlight, None)
 
 
 def test_lattice_pixels_match_the_spins(make_window):
@@ -21,7 +21,7 @@ def test_lattice_pixels_match_the_spins(make_window):
     window.step_once()
     image = window.capture("view")
     assert image.shape[:2] == tuple(window.lattice_canvas.physical_size[::-1])
-    colours = pixels_at(image, window.lattice_view.world_to_canvas(cell_centres_2d(32)))
+    colours = pixels_at(image, window.field_view.world_to_canvas(cell_centres_2d(32)))
     np.testing.assert_array_equal(colours, expected_rgb(shown_codes(window)))
     assert len(np.unique(colours, axis=0)) >= 3   # up, down and highlighted cells
 
@@ -39,7 +39,7 @@ def test_step_button_advances_one_step_and_highlights_exactly_the_flipped_cells(
         changed = model.spins != before_spins
         np.testing.assert_array_equal(model.flipped, changed)   # the model's mask: what this step flipped
         image = window.capture("view")
-        colours = pixels_at(image, window.lattice_view.world_to_canvas(cell_centres_2d(32)))
+        colours = pixels_at(image, window.field_view.world_to_canvas(cell_centres_2d(32)))
         highlight_up = expected_rgb([3])[0]     # flipped, now up: grey
         highlight_down = expected_rgb([2])[0]   # flipped, now down: dark green
         shown_up = (colours == highlight_up).all(axis=1).reshape(32, 32)
@@ -61,7 +61,7 @@ def test_highlight_off_shows_plain_spins(make_window):
     window = make_window(dim=2, L=16, T=2.5)
     window.step_once()
     window.controls.highlight.setChecked(False)
-    colours = pixels_at(window.capture("view"), window.lattice_view.world_to_canvas(cell_centres_2d(16)))
+    colours = pixels_at(window.capture("view"), window.field_view.world_to_canvas(cell_centres_2d(16)))
     np.testing.assert_array_equal(colours, expected_rgb(shown_codes(window), show_flipped=False))
 
 
@@ -71,14 +71,15 @@ def test_rewired_sites_and_links_are_drawn(make_window):
     edges = model.rewired_edges()
     assert len(edges) > 0
     window.controls.show_links.setChecked(True)
-    view = window.lattice_view
+    view = window.field_view
     assert view.links_shown == view.links_total == len(edges)
     assert view.links.visible and view.endpoints.visible
     image = window.capture("view")
     # the centre of every rewired site shows the rewired colour (the ring around it leaves the centre open)
     mask = np.asarray(model.rewired_site_mask()).ravel()
     colours = pixels_at(image, view.world_to_canvas(cell_centres_2d(32)))
-    from latticelab.render.palette import REWIRED_SITE, rgba_bytes
+    from latticelab.render.palette import rgba_bytes
+    from latticelab.sim.models.ising.picture import REWIRED_SITE
     np.testing.assert_array_equal(colours[mask], np.tile(rgba_bytes(REWIRED_SITE)[:3], (mask.sum(), 1)))
     # link lines add link-coloured pixels along the segments, beyond the marked cells themselves
     link_pixels = (np.abs(image[..., :3].astype(int) - rgba_bytes(REWIRED_SITE)[:3]).sum(axis=2) < 60).sum()
@@ -91,19 +92,19 @@ def test_rewired_sites_and_links_are_drawn(make_window):
 
 
 def _set_spins(window, spins):
-    session = window.session
+    session = window.runner
     session.model.spins = np.asarray(spins, np.int8)
     session.highlight = None
     session.state_version += 1
-    window._refresh_lattice()
+    window._refresh_view()
 
 
 def _top_view(window):
-    camera = window.lattice_view.camera_3d
+    camera = window.field_view.camera_3d
     camera.fov = 0.0          # orthographic
     camera.elevation = 90.0   # looking down the z axis
     camera.azimuth = 0.0
-    window.lattice_view.reset_camera()
+    window.field_view.reset_camera()
 
 
 def test_peeling_hides_exactly_the_top_layers(make_window):
@@ -115,10 +116,10 @@ def test_peeling_hides_exactly_the_top_layers(make_window):
     _top_view(window)
     for peel in (0, 1, 3, 6, 7):
         window.controls.peel.setValue(peel)
-        assert window.lattice_view.peel == peel
+        assert window.field_view.peel == peel
         top = L - peel
         image = window.capture("view")
-        colours = pixels_at(image, window.lattice_view.world_to_canvas(cell_centres_2d(L, z=top)))
+        colours = pixels_at(image, window.field_view.world_to_canvas(cell_centres_2d(L, z=top)))
         visible_layer = top - 1
         expected = np.where(np.indices((L, L))[1] == visible_layer, 1, 0)   # state codes of layer top-1
         np.testing.assert_array_equal(colours, expected_rgb(expected), err_msg=f"peel {peel}")
@@ -135,7 +136,7 @@ def test_unfold_shows_L_tiles_in_zigzag_order(make_window):
         spins[z].reshape(-1)[: z + 1] = 1
     _set_spins(window, spins)
     window.controls.unfold.setChecked(True)
-    view = window.lattice_view
+    view = window.field_view
     assert view.active_mode == "unfold"
     image = window.capture("view")
     from latticelab.render.palette import BACKGROUND, rgba_bytes
@@ -158,8 +159,8 @@ def test_unfold_shows_L_tiles_in_zigzag_order(make_window):
 
 def test_3d_cube_rotates_and_zooms_with_the_mouse(make_window, qtbot):
     window = make_window(dim=3, L=8, T=4.0)
-    camera = window.lattice_view.camera_3d
-    assert window.lattice_view.viewbox.camera is camera
+    camera = window.field_view.camera_3d
+    assert window.field_view.viewbox.camera is camera
     canvas = window.lattice_canvas.native
     azimuth, scale = camera.azimuth, camera.scale_factor
     centre = canvas.rect().center()

@@ -8,10 +8,10 @@ import time
 
 import numpy as np
 import pytest
-from gui_helpers import cell_centres_2d, expected_rgb, pixels_at
+from gui_helpers import cell_centres_2d, choose, expected_rgb, pixels_at, type_into
 
 from latticelab.app import scales
-from latticelab.render.upload import encode_state
+from latticelab.sim.models.ising.picture import encode_codes as encode_state
 
 SOAK_SECONDS = 120
 WARM_UP_SECONDS = 20
@@ -30,40 +30,41 @@ def _actions(window, rng: random.Random, tmp_path):
     c = window.controls
 
     def temperature():
-        c.temperature.setValue(rng.randint(0, scales.TEMPERATURE_STEPS))
+        c.field("T").slider.setValue(rng.randint(0, scales.TEMPERATURE_STEPS))
 
     def temperature_box():
-        c.temperature_box.setValue(rng.uniform(0.5, 6.0))
+        type_into(c.field("T").box, f"{rng.uniform(0.5, 6.0):.4f}")
 
     def p_slider():
-        c.p_slider.setValue(rng.choice([0, rng.randint(1, scales.P_MAX_POSITION - 20)]))
+        c.field("p").slider.setValue(rng.choice([0, rng.randint(1, scales.P_MAX_POSITION - 20)]))
 
     def p_text():
-        c.p_box.setText(rng.choice(["0", "1e-4", "0.003", "2", "-1", "x", ""]))
-        c.p_box.editingFinished.emit()
+        type_into(c.field("p").box, rng.choice(["0", "1e-4", "0.003", "2", "-1", "x", ""]))
 
     def rewire_dims():
-        c.rewire_dims.setCurrentIndex(rng.randrange(c.rewire_dims.count()))
+        combo = c.field("rewire_dims").combo
+        choose(combo, combo.itemText(rng.randrange(combo.count())))
 
     def algorithm():
-        c.algorithm.setCurrentIndex(rng.randrange(c.algorithm.count()))
-        c.hybrid_m.setValue(rng.randint(0, 4))
-        c.hybrid_w.setValue(rng.randint(0, 2))
+        schedule = c.field("algorithm")
+        choose(schedule.combo, schedule.combo.itemText(rng.randrange(schedule.combo.count())))
+        schedule.m.setValue(rng.randint(0, 4))
+        schedule.w.setValue(rng.randint(0, 2))
 
     def dimension():
-        c.dimension.setCurrentIndex(rng.randrange(2))
+        choose(c.field("dim").combo, rng.choice(["2D", "3D"]))
 
     def size():
-        c.size.setCurrentText(str(rng.choice([8, 12, 16, 24] if window.model.dim == 2 else [6, 8, 10, 12])))
-        c.size.lineEdit().editingFinished.emit()
+        choose(c.field("L").combo, str(rng.choice([8, 12, 16, 24] if window.model.dim == 2 else [6, 8, 10, 12])))
 
     def steps_per_frame():
         c.steps_per_frame.setValue(rng.randint(1, 20))
         c.adaptive.setChecked(rng.random() < 0.7)
 
     def reset():
-        c.seed.setValue(rng.randint(0, 1000))
-        (c.reset_hot if rng.random() < 0.5 else c.reset_cold).click()
+        c.field("seed").spin.setValue(rng.randint(0, 1000))
+        choose(c.field("start").combo, rng.choice(["hot", "cold"]))
+        c.reset_button.click()
 
     def run_pause():
         window.run_action.trigger()
@@ -91,8 +92,8 @@ def _actions(window, rng: random.Random, tmp_path):
 @pytest.mark.slow
 def test_random_use_of_every_control_for_two_minutes(make_window, qtbot, tmp_path):
     window = make_window(dim=2, L=16, T=2.2, running=True)
-    window.prefs.set("params/L2", 16)
-    window.prefs.set("params/L3", 8)
+    window.prefs.set("models/ising/dim=2/L", 16)
+    window.prefs.set("models/ising/dim=3/L", 8)
     window.interactive = False   # a failure must fail the test, not wait in a modal dialog
     rng = random.Random(2024)
     actions = _actions(window, rng, tmp_path)
@@ -115,11 +116,11 @@ def test_random_use_of_every_control_for_two_minutes(make_window, qtbot, tmp_pat
 
     # afterwards the window still works and shows exactly the model's spins
     window.set_running(False)
-    window.controls.dimension.setCurrentIndex(0)
+    choose(window.controls.field("dim").combo, "2D")
     window.controls.highlight.setChecked(True)
     window.controls.show_links.setChecked(False)
     window.step_once()
     L = window.model.L
-    colours = pixels_at(window.capture("view"), window.lattice_view.world_to_canvas(cell_centres_2d(L)))
-    codes = encode_state(np, window.model.spins, window.session.highlight)
+    colours = pixels_at(window.capture("view"), window.field_view.world_to_canvas(cell_centres_2d(L)))
+    codes = encode_state(np, window.model.spins, window.runner.highlight)
     np.testing.assert_array_equal(colours, expected_rgb(codes))

@@ -6,7 +6,6 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from latticelab.app.main_window import MainWindow  # noqa: E402
-from latticelab.app.session import SimulationParameters  # noqa: E402
 from latticelab.app.spectral_panel import SpectralPanel, install  # noqa: E402
 from latticelab.render.isosurface import SpectrumIsoView  # noqa: E402
 from latticelab.render.spectral import display_image  # noqa: E402
@@ -15,7 +14,7 @@ from latticelab.sim.analysis.marching_cubes import marching_cubes  # noqa: E402
 
 
 def open_window(qtbot, **params):
-    window = MainWindow(SimulationParameters(backend="numpy", seed=3, **params), interactive=False)
+    window = MainWindow("ising", dict(seed=3, **params), interactive=False, backend="numpy")
     qtbot.addWidget(window)
     window.set_running(False)
     window.resize(1500, 950)
@@ -80,18 +79,18 @@ def test_2d_spectrum_image_matches_the_model_spins(qtbot):
 
 def test_views_follow_the_rewired_dimensions_and_the_average(qtbot):
     window, panel = open_window(qtbot, dim=3, L=16, T=4.5)
-    window.set_rewiring(0.05, "x")
+    assert window.set_parameter("p", 0.05) and window.set_parameter("rewire_dims", "x")
     assert window.model.rewire_dims == "x"
     assert panel.refresh()
-    assert "rewired x" in panel.info.text()
+    assert "rewire_dims=x" in panel.info.text()
     panel.average_box.setChecked(True)
     for _ in range(3):
         window.model.step(1)
         panel.refresh()
     assert panel.accumulator.count == 4
-    window.set_rewiring(0.05, "xy")
+    window.set_parameter("rewire_dims", "xy")
     panel.refresh()
-    assert panel.accumulator.count == 1 and "rewired xy" in panel.info.text()
+    assert panel.accumulator.count == 1 and "rewire_dims=xy" in panel.info.text()
     hist = panel.hist_plot.data
     assert hist[1].sum() + hist[2].sum() > 0
 

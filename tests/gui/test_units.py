@@ -6,11 +6,16 @@ import numpy as np
 import pytest
 
 from latticelab.app import scales
-from latticelab.app.files import StateFileError, read_state, unique_path, write_state
-from latticelab.app.history import ObservableHistory
-from latticelab.render import palette
+from latticelab.render import palette as view_palette
 from latticelab.render.unfold import UnfoldLayout
-from latticelab.render.upload import FLIPPED, REWIRED, SPIN_UP, encode_state
+from latticelab.sim.io import free_path, write_atomic
+from latticelab.sim.model import Observable
+from latticelab.sim.models.ising import picture as palette
+from latticelab.sim.models.ising.params import T_C
+from latticelab.sim.models.ising.picture import FLIPPED, REWIRED, SPIN_UP
+from latticelab.sim.models.ising.picture import encode_codes as encode_state
+from latticelab.sim.runner import ObservableHistory
+from latticelab.sim.state import StateError, read_state
 
 
 def test_encode_state_bits():
@@ -24,13 +29,13 @@ def test_encode_state_bits():
 
 
 def test_colour_table_follows_the_thesis_palette():
-    table = palette.colour_table(show_flipped=True, show_rewired=True)
-    byte = palette.rgba_bytes
-    assert (table[0] == byte(palette.SPIN_DOWN)).all() and (table[SPIN_UP] == byte(palette.SPIN_UP_COLOUR)).all()
+    table = palette.palette(show_flipped=True, show_rewired=True)
+    byte = view_palette.rgba_bytes
+    assert (table[0] == byte(palette.SPIN_DOWN_COLOUR)).all() and (table[SPIN_UP] == byte(palette.SPIN_UP_COLOUR)).all()
     assert (table[FLIPPED] == byte(palette.FLIPPED_TO_DOWN)).all()         # darker green: flipped to down
     assert (table[FLIPPED | SPIN_UP] == byte(palette.FLIPPED_TO_UP)).all()  # grey: flipped to up
     assert (table[REWIRED | FLIPPED] == byte(palette.REWIRED_SITE)).all()
-    plain = palette.colour_table(show_flipped=False, show_rewired=False)
+    plain = palette.palette(show_flipped=False, show_rewired=False)
     assert (plain[FLIPPED | REWIRED] == plain[0]).all() and (plain[7] == plain[1]).all()
 
 
@@ -55,13 +60,13 @@ def test_unfold_layout_places_every_layer_once_in_zigzag(L):
 @pytest.mark.parametrize("dim", [2, 3])
 def test_temperature_scale_is_finest_at_tc_and_invertible(dim):
     positions = np.arange(scales.TEMPERATURE_STEPS + 1)
-    T = np.array([scales.temperature_at(p, dim) for p in positions])
+    T = np.array([scales.temperature_at(p, T_C[dim]) for p in positions])
     assert (np.diff(T) > 0).all() and T[0] > 0
     middle = scales.TEMPERATURE_STEPS // 2
-    assert abs(T[middle] - scales.T_C[dim]) < 1e-9
+    assert abs(T[middle] - T_C[dim]) < 1e-9
     steps = np.diff(T)
     assert steps[middle] < 1.2e-3 and steps[middle] < steps[0] / 10 and steps[middle] < steps[-1] / 10
-    assert all(scales.position_of_temperature(t, dim) == p for p, t in zip(positions, T))
+    assert all(scales.position_of_temperature(t, T_C[dim]) == p for p, t in zip(positions, T))
 
 
 def test_p_scale_is_zero_then_logarithmic():
@@ -73,28 +78,34 @@ def test_p_scale_is_zero_then_logarithmic():
 
 
 def test_history_keeps_the_last_n_and_windowed_std():
-    history = ObservableHistory(capacity=5, window=3)
+    declared = (Observable("magnetisation", "|M|"), Observable("energy", "E", spread=True),
+                Observable("flipped_fraction", "flipped", spread=True))
+    history = ObservableHistory(declared, capacity=5, window=3)
     for step in range(1, 9):
         history.push(step, {"energy": float(step), "magnetisation": 0.5, "flipped_fraction": step % 2})
     steps, values = history.arrays()
     np.testing.assert_array_equal(steps, [4, 5, 6, 7, 8])
     np.testing.assert_allclose(values["energy_std"], np.std([1, 2, 3]))
-    np.testing.assert_allclose(values["flipped_std"], np.std([0, 1, 0]))
+    np.testing.assert_allclose(values["flipped_fraction_std"], np.std([0, 1, 0]))
+    assert "magnetisation_std" not in values          # declared without a spread
     history.clear()
     assert len(history) == 0
 
 
 def test_unique_path_and_state_files(tmp_path):
     target = tmp_path / "a.png"
-    assert unique_path(target) == target
+    assert free_path(target) == target
     target.write_bytes(b"x")
     (tmp_path / "a-1.png").write_bytes(b"x")
-    assert unique_path(target) == tmp_path / "a-2.png"
-    path = write_state(tmp_path / "s.npz", {"x": np.arange(3)})
+    assert free_path(target) == tmp_path / "a-2.png"
+    path = write_atomic(tmp_path / "s.npz", lambda f: np.savez(f, x=np.arange(3)))
     np.testing.assert_array_equal(read_state(path)["x"], np.arange(3))
     assert not list(tmp_path.glob(".*part"))   # no temporary left behind
+    with pytest.raises(FileExistsError):
+        write_atomic(path, lambda f: f.write(b"new"))
+    np.testing.assert_array_equal(read_state(path)["x"], np.arange(3))   # kept
     (tmp_path / "bad.npz").write_bytes(path.read_bytes()[:40])
-    with pytest.raises(StateFileError, match="bad.npz"):
+    with pytest.raises(StateError, match="bad.npz"):
         read_state(tmp_path / "bad.npz")
-    with pytest.raises(StateFileError, match="no such file"):
+    with pytest.raises(StateError, match="no such file"):
         read_state(tmp_path / "missing.npz")

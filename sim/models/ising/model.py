@@ -1,107 +1,75 @@
-"""The small-world rewired Ising model (thesis 003, chapter 7): H = -sum over edges s_i s_j, J = k_B = 1."""
+"""The small-world rewired Ising model (thesis 003, chapter 7): H = -sum over edges s_i s_j, J = k_B = 1.
+
+``IsingModel`` implements the model protocol (sim/model.py) on top of the rewired lattice (lattice.py) and the
+update engines (engines.py: the NumPy/CuPy reference; gpu/engine.py: the CUDA kernels).
+"""
 from __future__ import annotations
 
 import logging
 
 import numpy as np
 
-from latticelab.sim import params
 from latticelab.sim.backend import select_backend, to_numpy
-from latticelab.sim.models.ising.lattice import RewiredLattice, build_lattice, lattice_edge_ends, parse_rewire_dims
 from latticelab.sim.memory import check_fits
+from latticelab.sim.model import Model, Observable
+from latticelab.sim.models.ising.engines import make_engine
+from latticelab.sim.models.ising.lattice import RewiredLattice, build_lattice
+from latticelab.sim.models.ising.params import IsingParams, parse_algorithm
+from latticelab.sim.models.ising.picture import ising_picture
 from latticelab.sim.params import ParameterError
 from latticelab.sim.rng import StreamRNG
 
 log = logging.getLogger(__name__)
 
-STATE_FORMAT = 1
 OBSERVATION_STREAMS = 2 ** 63  # stream numbers of observables that draw random bonds
+# Working set per site of the vectorised updates: spins, a float32 random, the field, masks and temporaries.
+BYTES_PER_SITE = 24
 
 
-def make_engine(xp, lattice: RewiredLattice):
-    """The update implementations for a backend: the fast CUDA kernels when present, else the reference."""
-    if xp is not np:
-        try:
-            from latticelab.sim.models.ising.gpu.engine import CudaEngine
-        except ImportError:
-            pass
-        else:
-            return CudaEngine(xp, lattice)
-    return ReferenceEngine(xp, lattice)
+class IsingModel(Model):
+    """Rewired Ising model on a periodic 2D/3D lattice, updated by Metropolis, Wolff, Swendsen-Wang or a hybrid.
 
-
-class ReferenceEngine:
-    """Vectorised NumPy/CuPy updates: checkerboard Metropolis and breadth-first Wolff.
-
-    The engine protocol (the CUDA engine in sim/gpu follows it): ``metropolis`` and ``wolff`` take
-    (spins, T, rng, want_mask) and return (new spins, mask of flipped sites or None when not wanted);
-    ``measure(spins)`` returns (sum over edges of s_i s_j, sum of spins) with one device sync.
+    ``IsingModel(params)`` or ``IsingModel(dim=2, L=64, T=2.0, ..., backend="numpy")`` (keywords are checked
+    by the schema, IsingParams).
     """
 
-    def __init__(self, xp, lattice: RewiredLattice):
-        from latticelab.sim.models.ising.metropolis import CheckerboardMetropolis
-        from latticelab.sim.models.ising.wolff import WolffBFS
-        self.xp = xp
-        self.lattice = lattice
-        self._metropolis = CheckerboardMetropolis(xp, lattice)
-        self._wolff = WolffBFS(xp, lattice)
-        u, v = lattice_edge_ends(lattice.rewired_edge_ids, lattice.dim, lattice.L)
-        self._removed = (xp.asarray(u), xp.asarray(v))
-        self._added = (xp.asarray(lattice.new_edges[:, 0]), xp.asarray(lattice.new_edges[:, 1]))
+    name = "ising"
+    title = "Rewired Ising model"
+    Params = IsingParams
+    declared_observables = (
+        Observable("magnetisation", "|M| per spin"),
+        Observable("energy", "energy per spin", unit="J", spread=True),
+        Observable("flipped_fraction", "fraction flipped (Wolff: cluster size)", spread=True),
+    )
+    state_format = 1
+    marks_label = "Show rewired links"
+    small_example = {"dim": 2, "L": 16, "T": 2.3, "p": 0.05, "algorithm": "2:1"}
 
-    def metropolis(self, spins, T: float, rng: StreamRNG, want_mask: bool = True):
-        return self._metropolis.sweep(spins, T, rng.next_stream())
-
-    def wolff(self, spins, T: float, rng: StreamRNG, want_mask: bool = True):
-        return self._wolff.flip(spins, T, rng.next_stream())
-
-    def swendsen_wang(self, spins, T: float, rng: StreamRNG, want_mask: bool = True):
-        from latticelab.sim.models.ising.swendsen_wang import swendsen_wang_update
-        return swendsen_wang_update(self.xp, self.lattice, spins, T, rng.next_key(), want_mask)
-
-    def cluster_sizes(self, spins, T: float, key: tuple[int, int]) -> np.ndarray:
-        from latticelab.sim.models.ising.swendsen_wang import fk_cluster_sizes
-        return fk_cluster_sizes(self.lattice, spins, T, key)
-
-    def measure(self, spins) -> tuple[float, int]:
-        """(sum over edges of s_i s_j, sum of spins): the lattice's bonds, minus the rewired ones, plus
-        their replacements."""
-        xp = self.xp
-        s = spins.astype(xp.int32)
-        total = sum((s * xp.roll(s, -1, axis)).sum() for axis in range(s.ndim))
-        flat = s.reshape(-1)
-        if self._removed[0].size:
-            total = total - (flat[self._removed[0]] * flat[self._removed[1]]).sum()
-            total = total + (flat[self._added[0]] * flat[self._added[1]]).sum()
-        bonds, spin_sum = (int(v) for v in to_numpy(xp.stack([xp.asarray(total), s.sum()])))
-        return float(bonds), spin_sum
-
-
-class IsingModel:
-    """Rewired Ising model on a periodic 2D/3D lattice, updated by Metropolis, Wolff or a hybrid."""
-
-    def __init__(self, dim: int = 2, L: int = 64, T: float = 2.0, p: float = 0.0, rewire_dims: str = "all",
-                 algorithm: str = "metropolis", seed: int = 0, backend: str = "auto", start: str = "hot"):
-        self.dim = params.check_dim(dim)
-        self.L = params.check_L(L, self.dim)
-        self._T = params.check_T(T)
-        p = params.check_p(p)
-        parse_rewire_dims(rewire_dims, self.dim)
-        self._schedule = params.parse_algorithm(algorithm)
-        self._algorithm = algorithm
-        self.seed = params.check_seed(seed)
-        if start not in ("hot", "cold"):
-            raise ParameterError("start", f"must be 'hot' or 'cold'; got {start!r}")
+    def __init__(self, params: IsingParams | None = None, backend: str = "auto", *,
+                 lattice: RewiredLattice | None = None, **values):
         self._backend = select_backend(backend)
+        if params is None:
+            params = IsingParams.create(gpu=self._backend.is_gpu, **values)
+        elif values:
+            raise TypeError("give either params or keyword values, not both")
+        elif not isinstance(params, IsingParams):
+            raise ParameterError("params", f"must be IsingParams; got {type(params).__name__}")
         self.xp = self._backend.xp
-        check_fits(self.dim, self.L, self._backend)
-        self._rng = StreamRNG(self.xp, self.seed)
-        self.step_count = 0
+        check_fits(BYTES_PER_SITE * params.L ** params.dim, self._backend, "L",
+                   f"a {params.dim}D lattice of side {params.L}")
+        self._params = params
+        self._schedule = parse_algorithm(params.algorithm)
+        self._rng = StreamRNG(self.xp, params.seed)
+        self._step_count = 0
         self._phase = 0
-        self._build_graph(p, rewire_dims)
-        self.reset(start)
+        self._build_graph(params.p, params.rewire_dims, lattice)
+        self.reset()
 
     # ---- parameters -------------------------------------------------------------------------
+    @property
+    def params(self) -> IsingParams:
+        return self._params
+
     @property
     def backend_name(self) -> str:
         return self._backend.name
@@ -111,12 +79,24 @@ class IsingModel:
         return self._backend.device_name
 
     @property
+    def dim(self) -> int:
+        return self._params.dim
+
+    @property
+    def L(self) -> int:
+        return self._params.L
+
+    @property
+    def seed(self) -> int:
+        return self._params.seed
+
+    @property
     def T(self) -> float:
-        return self._T
+        return self._params.T
 
     @T.setter
     def T(self, value) -> None:
-        self._T = params.check_T(value)
+        self.update(T=value)
 
     @property
     def p(self) -> float:
@@ -128,47 +108,64 @@ class IsingModel:
 
     @property
     def algorithm(self) -> str:
-        return self._algorithm
+        return self._params.algorithm
 
     @algorithm.setter
     def algorithm(self, value) -> None:
-        self._schedule = params.parse_algorithm(value)
-        self._algorithm = value
-        self._phase = 0
+        self.update(algorithm=value)
 
     @property
     def n_sites(self) -> int:
         return self.L ** self.dim
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.L,) * self.dim
+
+    @property
+    def step_count(self) -> int:
+        return self._step_count
+
+    def update(self, **changes) -> None:
+        """Live changes: T, p, rewire_dims, algorithm. A new p or rewire_dims rebuilds the graph and keeps the
+        spins. A bad value raises ParameterError and leaves the model as it was."""
+        not_live = [k for k in changes if k in IsingParams.model_fields and k not in IsingParams.names("live")]
+        if not_live:
+            raise ParameterError(not_live[0], "cannot change on a running model; it needs a new model or a reset")
+        new = self._params.replace(**changes)
+        if (new.p, new.rewire_dims) != (self.graph.p, self.graph.rewire_dims):
+            self._build_graph(new.p, new.rewire_dims)
+        if new.algorithm != self._params.algorithm:
+            self._schedule = parse_algorithm(new.algorithm)
+            self._phase = 0
+        self._params = new
+
     def set_rewiring(self, p=None, rewire_dims=None) -> None:
         """Rebuild the graph with a new p and/or rewired dimensions; the spins are kept."""
-        p = self.graph.p if p is None else params.check_p(p)
-        rewire_dims = self.graph.rewire_dims if rewire_dims is None else rewire_dims
-        parse_rewire_dims(rewire_dims, self.dim)
-        self._build_graph(p, rewire_dims)
+        self.update(**{k: v for k, v in (("p", p), ("rewire_dims", rewire_dims)) if v is not None})
 
     def _build_graph(self, p: float, rewire_dims: str, lattice: RewiredLattice | None = None) -> None:
         if lattice is None:
             lattice = build_lattice(self.dim, self.L, p, rewire_dims, self._rng.host_stream())
         self.graph = lattice
         self._engine = make_engine(self.xp, lattice)
+        self._rewired_mask = None
 
-    def reset(self, start: str = "hot", seed: int | None = None) -> None:
+    def reset(self, start: str | None = None, seed: int | None = None) -> None:
         """New spins: "hot" (independent random) or "cold" (all up); a new seed restarts the random streams."""
-        if start not in ("hot", "cold"):
-            raise ParameterError("start", f"must be 'hot' or 'cold'; got {start!r}")
-        if seed is not None:
-            self.seed = params.check_seed(seed)
-            self._rng = StreamRNG(self.xp, self.seed)
-        shape = (self.L,) * self.dim
-        if start == "cold":
-            host = np.ones(shape, dtype=np.int8)
+        changes = {k: v for k, v in (("start", start), ("seed", seed)) if v is not None}
+        new = self._params.replace(**changes) if changes else self._params
+        if new.seed != self._params.seed:
+            self._rng = StreamRNG(self.xp, new.seed)
+        self._params = new
+        if new.start == "cold":
+            host = np.ones(self.shape, dtype=np.int8)
         else:
-            host = (self._rng.host_stream().integers(0, 2, size=shape, dtype=np.int8) * 2 - 1).astype(np.int8)
+            host = (self._rng.host_stream().integers(0, 2, size=self.shape, dtype=np.int8) * 2 - 1).astype(np.int8)
         self.spins = self.xp.asarray(host)
-        self.flipped = self.xp.zeros(shape, dtype=bool)
+        self.flipped = self.xp.zeros(self.shape, dtype=bool)
         self._flipped_count = None
-        self.step_count = 0
+        self._step_count = 0
         self._phase = 0
 
     # ---- dynamics ---------------------------------------------------------------------------
@@ -177,21 +174,26 @@ class IsingModel:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
         sweeps = getattr(self._engine, "metropolis_sweeps", None)
+        T = self._params.T
         if sweeps is not None and n > 1 and self._schedule == ("metropolis",):
             # the engine runs the n sweeps at once, one rng key per sweep in order: the same trajectory
-            self.spins, self.flipped = sweeps(self.spins, self._T, self._rng, int(n), want_mask=True)
+            self.spins, self.flipped = sweeps(self.spins, T, self._rng, int(n), want_mask=True)
             self._flipped_count = None
-            self.step_count += int(n)
+            self._step_count += int(n)
             return
         for i in range(int(n)):
             update = getattr(self._engine, self._schedule[self._phase].replace("-", "_"))
             last = i == n - 1
-            self.spins, mask = update(self.spins, self._T, self._rng, want_mask=last)
+            self.spins, mask = update(self.spins, T, self._rng, want_mask=last)
             if last:
                 self.flipped = mask
                 self._flipped_count = None
             self._phase = (self._phase + 1) % len(self._schedule)
-            self.step_count += 1
+            self._step_count += 1
+
+    def changed(self):
+        """Sites flipped by the last step (for n > 1 Metropolis sweeps at once: by the last sweep)."""
+        return self.flipped
 
     # ---- measurements -----------------------------------------------------------------------
     def observables(self) -> dict[str, float]:
@@ -202,11 +204,20 @@ class IsingModel:
         bonds, spin_sum = self._engine.measure(self.spins)
         return {"energy": -bonds / n, "magnetisation": abs(spin_sum) / n, "flipped_fraction": self._flipped_count / n}
 
+    def fields(self) -> dict:
+        return {"spins": self.spins}
+
     def cluster_sizes(self) -> np.ndarray:
         """Sizes of the Fortuin-Kasteleyn clusters (bond probability 1 - exp(-2/T)) of the current spins,
         largest first (host int64). The bonds come from a stream of their own keyed by the step count, so
         observing never changes the trajectory."""
-        return self._engine.cluster_sizes(self.spins, self._T, (self.seed, OBSERVATION_STREAMS + self.step_count))
+        return self._engine.cluster_sizes(self.spins, self.T, (self.seed, OBSERVATION_STREAMS + self._step_count))
+
+    def cluster_size_groups(self) -> dict[str, np.ndarray]:
+        """Sizes of the like-spin clusters (thesis figure 7.17) of up and of down spins, largest first."""
+        from latticelab.sim.models.ising.clusters import cluster_sizes
+        sizes = cluster_sizes(self.spins, self.graph)
+        return {"up": sizes[1], "down": sizes[-1]}
 
     def edges(self) -> np.ndarray:
         return self.graph.edges()
@@ -215,48 +226,45 @@ class IsingModel:
         return self.graph.new_edges.copy()
 
     def rewired_site_mask(self):
-        """Backend bool array marking sites whose adjacency was changed by rewiring."""
-        mask = np.zeros(self.n_sites, dtype=bool)
-        mask[self.graph.modified_sites] = True
-        return self.xp.asarray(mask.reshape((self.L,) * self.dim))
+        """Backend bool array marking sites whose adjacency was changed by rewiring (cached per graph)."""
+        if self._rewired_mask is None:
+            mask = np.zeros(self.n_sites, dtype=bool)
+            mask[self.graph.modified_sites] = True
+            self._rewired_mask = self.xp.asarray(mask.reshape(self.shape))
+        return self._rewired_mask
+
+    def picture(self, highlight=None, marks: bool = False):
+        """Spins with the highlight mask; with ``marks`` the rewired sites and links too."""
+        if not marks:
+            return ising_picture(self.xp, self.spins, highlight)
+        return ising_picture(self.xp, self.spins, highlight, self.rewired_site_mask(), self.graph.new_edges)
 
     # ---- save / resume ----------------------------------------------------------------------
     def get_state(self) -> dict:
-        """Everything needed to resume the run exactly, as NumPy arrays and scalars."""
+        """The arrays and counters that, with the parameters, resume the run exactly."""
         g = self.graph
         return {
-            "format": np.int64(STATE_FORMAT),
-            "dim": np.int64(self.dim), "L": np.int64(self.L), "T": np.float64(self._T),
-            "p": np.float64(g.p), "rewire_dims": np.str_(g.rewire_dims), "algorithm": np.str_(self._algorithm),
-            "seed": np.uint64(self.seed), "streams_used": np.int64(self._rng.streams_used),
-            "step_count": np.int64(self.step_count), "phase": np.int64(self._phase),
-            "rewired_ends": np.int64(g.rewired_ends),
+            "streams_used": np.int64(self._rng.streams_used), "step_count": np.int64(self._step_count),
+            "phase": np.int64(self._phase), "rewired_ends": np.int64(g.rewired_ends),
             "spins": to_numpy(self.spins).copy(), "flipped": to_numpy(self.flipped).copy(),
             "rewired_edge_ids": g.rewired_edge_ids.copy(), "new_edges": g.new_edges.copy(),
         }
 
     @classmethod
-    def from_state(cls, state, backend: str = "auto") -> "IsingModel":
-        """Rebuild a model from ``get_state()``; a damaged state raises ParameterError('state', ...)."""
-        from latticelab.sim.models.ising.state import validate_state
-        s = validate_state(state)
-        model = cls.__new__(cls)
-        model.dim, model.L = s["dim"], s["L"]
-        model._T = s["T"]
-        model._algorithm = s["algorithm"]
-        model._schedule = params.parse_algorithm(s["algorithm"])
-        model.seed = s["seed"]
-        model._backend = select_backend(backend)
-        model.xp = model._backend.xp
-        check_fits(model.dim, model.L, model._backend)
-        model._rng = StreamRNG(model.xp, model.seed, s["streams_used"])
-        lattice = RewiredLattice(dim=model.dim, L=model.L, p=s["p"], rewire_dims=s["rewire_dims"],
+    def from_state(cls, params: IsingParams, arrays: dict, backend: str = "auto") -> "IsingModel":
+        """Rebuild from validated parameters and ``get_state()`` arrays; damaged arrays raise
+        ParameterError('state', ...). The constructor builds the model on the saved graph; the spins, the
+        random-stream position and the counters are then put back."""
+        from latticelab.sim.models.ising.state import validate_arrays
+        s = validate_arrays(params, arrays)
+        lattice = RewiredLattice(dim=params.dim, L=params.L, p=params.p, rewire_dims=params.rewire_dims,
                                  rewired_edge_ids=s["rewired_edge_ids"], new_edges=s["new_edges"],
                                  rewired_ends=s["rewired_ends"])
-        model._build_graph(s["p"], s["rewire_dims"], lattice)
+        model = cls(params, backend=backend, lattice=lattice)
+        model._rng = StreamRNG(model.xp, params.seed, s["streams_used"])
         model.spins = model.xp.asarray(s["spins"])
         model.flipped = model.xp.asarray(s["flipped"])
         model._flipped_count = None
-        model.step_count = s["step_count"]
+        model._step_count = s["step_count"]
         model._phase = s["phase"] % len(model._schedule)
         return model

@@ -1,29 +1,32 @@
-"""Checking a saved model state before anything is rebuilt from it."""
+"""Checking the Ising arrays of a saved state before anything is rebuilt from them (the parameters and the
+file itself are checked by sim/state.py)."""
 from __future__ import annotations
 
 import numpy as np
 
-from latticelab.sim import params
-from latticelab.sim.models.ising.lattice import parse_rewire_dims
+from latticelab.sim.models.ising.params import IsingParams
 from latticelab.sim.params import ParameterError
 
-_SCALARS = {"format": int, "dim": int, "L": int, "T": float, "p": float, "rewire_dims": str, "algorithm": str,
-            "seed": int, "streams_used": int, "step_count": int, "phase": int, "rewired_ends": int}
+COUNTERS = ("streams_used", "step_count", "phase", "rewired_ends")
+ARRAYS = ("spins", "flipped", "rewired_edge_ids", "new_edges")
 
 
 def _bad(detail: str) -> ParameterError:
     return ParameterError("state", f"the saved state is damaged or not a latticelab Ising state: {detail}")
 
 
-def validate_state(state) -> dict:
-    """Return the state's fields as Python scalars and NumPy arrays, or raise ParameterError('state')."""
+def validate_arrays(params: IsingParams, state) -> dict:
+    """The counters as Python ints and the arrays as NumPy arrays, or ParameterError('state', ...)."""
     try:
         out = {}
-        for key, kind in _SCALARS.items():
+        for key in COUNTERS:
             if key not in state:
                 raise _bad(f"missing field {key!r}")
-            out[key] = kind(np.asarray(state[key]).item())
-        for key in ("spins", "flipped", "rewired_edge_ids", "new_edges"):
+            value = np.asarray(state[key])
+            if value.shape != () or value.dtype.kind not in "iu":
+                raise _bad(f"{key} must be an integer")
+            out[key] = int(value)
+        for key in ARRAYS:
             if key not in state:
                 raise _bad(f"missing field {key!r}")
             out[key] = np.asarray(state[key])
@@ -31,17 +34,7 @@ def validate_state(state) -> dict:
         raise
     except Exception as exc:  # unreadable arrays, wrong types, truncated archives
         raise _bad(f"{type(exc).__name__}: {exc}") from None
-    from latticelab.sim.models.ising.model import STATE_FORMAT
-    if out["format"] != STATE_FORMAT:
-        raise _bad(f"format {out['format']} is not the supported format {STATE_FORMAT}")
-    try:
-        dim = params.check_dim(out["dim"])
-        L = params.check_L(out["L"], dim)
-        params.check_T(out["T"]), params.check_p(out["p"]), params.check_seed(out["seed"])
-        params.parse_algorithm(out["algorithm"])
-        parse_rewire_dims(out["rewire_dims"], dim)
-    except ParameterError as exc:
-        raise _bad(str(exc)) from None
+    dim, L = params.dim, params.L
     shape = (L,) * dim
     spins, flipped = out["spins"], out["flipped"]
     if spins.shape != shape or spins.dtype != np.int8 or not np.all(np.abs(spins) == 1):
@@ -54,7 +47,9 @@ def validate_state(state) -> dict:
         raise _bad("rewired edge ids must be sorted, unique, one per new edge")
     if ids.size and (ids[0] < 0 or ids[-1] >= dim * n_sites or new.min() < 0 or new.max() >= n_sites):
         raise _bad("graph indices out of range")
-    if min(out["streams_used"], out["step_count"], out["phase"], out["rewired_ends"]) < 0:
+    if min(out[k] for k in COUNTERS) < 0:
         raise _bad("negative counters")
+    out["spins"] = np.ascontiguousarray(spins)
+    out["flipped"] = np.ascontiguousarray(flipped)
     out["rewired_edge_ids"], out["new_edges"] = ids, new
     return out

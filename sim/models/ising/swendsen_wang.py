@@ -6,8 +6,9 @@ kernels draw it (sim/gpu/philox.py): lattice edge (site, axis) -> word ``axis`` 
 (site, TAG_BOND), rewired edge j -> word 0 of (j, TAG_NEW_BOND). Labels are the smallest site index of
 each component, so CPU and GPU results can be compared element by element.
 
-Components come from scipy.sparse.csgraph; ``union_find_labels`` is an independent NumPy union-find
-used to cross-check it. ``swendsen_wang_update`` is the CPU Swendsen-Wang step of ReferenceEngine.
+Components come from the generic labelling of sim/analysis/components.py: scipy.sparse.csgraph
+(``csgraph_labels``), cross-checked by its independent NumPy union-find (``union_find_labels``).
+``swendsen_wang_update`` is the CPU Swendsen-Wang step of ReferenceEngine.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import math
 
 import numpy as np
 
+from latticelab.sim.analysis.components import component_sizes, csgraph_labels, union_find_labels
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.gpu import philox
 from latticelab.sim.models.ising.lattice import RewiredLattice, lattice_edge_ends
@@ -30,7 +32,7 @@ def _intact_lattice_edges(lattice: RewiredLattice) -> np.ndarray:
 def active_bonds(lattice: RewiredLattice, spins, p_bond: float = 1.0, key: tuple[int, int] = (0, 0)):
     """(u, v) int64 arrays of the active edges: lattice edges first (site order), then the rewired ones."""
     dim, L, n = lattice.dim, lattice.L, lattice.n_sites
-    flat = np.asarray(to_numpy(spins)).reshape(-1)
+    flat = to_numpy(spins).reshape(-1)
     if flat.size != n:
         raise ValueError(f"spins: expected {n} sites for this lattice; got {flat.size}")
     threshold = philox.bond_threshold(p_bond)
@@ -48,39 +50,6 @@ def active_bonds(lattice: RewiredLattice, spins, p_bond: float = 1.0, key: tuple
     return np.concatenate([u[on], nu[new_on]]), np.concatenate([v[on], nv[new_on]])
 
 
-def min_site_labels(component: np.ndarray) -> np.ndarray:
-    """Relabel component ids (any integers per site) by the smallest site index of each component."""
-    _, first, inverse = np.unique(component, return_index=True, return_inverse=True)
-    return first[inverse.reshape(-1)].astype(np.int64)
-
-
-def csgraph_labels(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-    graph = coo_matrix((np.ones(u.size, dtype=np.int8), (u, v)), shape=(n, n))
-    _, component = connected_components(graph, directed=False)
-    return min_site_labels(component)
-
-
-def union_find_labels(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Smallest-site labels by vectorised union-find: hook every edge's larger root onto its smaller one,
-    then halve paths to the roots, until every edge joins two sites of one root."""
-    parent = np.arange(n, dtype=np.int64)
-    u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
-    while True:
-        while True:  # full compression: parent[i] is a root
-            grand = parent[parent]
-            if np.array_equal(grand, parent):
-                break
-            parent = grand
-        ru, rv = parent[u], parent[v]
-        differ = ru != rv
-        if not differ.any():
-            return parent
-        hi, lo = np.maximum(ru[differ], rv[differ]), np.minimum(ru[differ], rv[differ])
-        np.minimum.at(parent, hi, lo)
-
-
 def label_components(xp, lattice: RewiredLattice, spins, p_bond: float = 1.0, key: tuple[int, int] = (0, 0),
                      method: str = "csgraph"):
     """Component labels (int64, shape of ``spins``, on ``xp``) of the active bonds; see the module docstring."""
@@ -94,12 +63,6 @@ def label_components(xp, lattice: RewiredLattice, spins, p_bond: float = 1.0, ke
     return xp.asarray(labels.reshape((lattice.L,) * lattice.dim))
 
 
-def component_sizes(labels) -> np.ndarray:
-    """Sizes of the components of a label array, largest first."""
-    counts = np.bincount(np.asarray(to_numpy(labels)).reshape(-1))
-    return np.sort(counts[counts > 0].astype(np.int64))[::-1]
-
-
 def fk_bond_probability(T: float) -> float:
     """Fortuin-Kasteleyn bond probability 1 - exp(-2/T) (J = k_B = 1)."""
     return -math.expm1(-2.0 / T)
@@ -110,7 +73,7 @@ def swendsen_wang_update(xp, lattice: RewiredLattice, spins, T: float, key: tupl
 
     Every cluster of the FK bond graph flips when word 0 of the Philox call (root, TAG_CLUSTER_FLIP) is odd.
     """
-    labels = np.asarray(to_numpy(label_components(np, lattice, spins, fk_bond_probability(T), key))).reshape(-1)
+    labels = to_numpy(label_components(np, lattice, spins, fk_bond_probability(T), key)).reshape(-1)
     roots = np.unique(labels)
     flips_root = (philox.draw(key, philox.TAG_CLUSTER_FLIP, roots)[0] & 1).astype(bool)
     flip = flips_root[np.searchsorted(roots, labels)].reshape(spins.shape)

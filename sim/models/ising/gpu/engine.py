@@ -1,4 +1,4 @@
-"""CudaEngine: the fast CUDA implementation of the engine protocol of sim/ising.py (ReferenceEngine).
+"""CudaEngine: the fast CUDA implementation of the engine protocol of ../engines.py (ReferenceEngine).
 
 metropolis / wolff / swendsen_wang take (spins, T, rng, want_mask) and return (spins, mask or None);
 metropolis_sweeps(spins, T, rng, n, want_mask) does n Metropolis sweeps at once on a packed copy of the spins
@@ -19,7 +19,8 @@ from latticelab.sim.models.ising.gpu.graph import DeviceGraph
 from latticelab.sim.gpu.kernels import get_kernel
 from latticelab.sim.models.ising.gpu import KERNEL_DIR
 from latticelab.sim.models.ising.gpu import multispin
-from latticelab.sim.models.ising.gpu.labelling import THREADS, Labeller, component_sizes, grid_for
+from latticelab.sim.analysis.components import component_sizes
+from latticelab.sim.models.ising.gpu.labelling import THREADS, Labeller, grid_for
 from latticelab.sim.gpu.philox import split64, threshold32, wolff_seed_site
 from latticelab.sim.models.ising.lattice import RewiredLattice
 
@@ -245,4 +246,4 @@ class CudaEngine:
         """Sizes of the Fortuin-Kasteleyn clusters of ``spins`` at T (bonds drawn under ``key``), largest first."""
         labeller = self.labeller
         labeller.label(self._spins(spins), -math.expm1(-2.0 / T), key)
-        return component_sizes(self.xp, labeller.compress())
+        return component_sizes(labeller.compress())

@@ -1,0 +1,196 @@
+"""Guarantees every registered model gets for free (parametrised over the registry, sim/models/__init__.py):
+reproducible trajectories, exact save/load/continue, a named error for every bad parameter, the declared
+observables, a picture of the model's shape, live updates and rebuilds through the runner."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.model import Model
+from latticelab.sim.models import all_models, get_model, model_names
+from latticelab.sim.params import ParameterError
+from latticelab.sim.runner import Runner
+from latticelab.sim.state import StateError, load_state, restore, save_state, state_of
+
+MODELS = model_names()
+
+
+def small(name: str, **changes) -> Model:
+    cls = get_model(name)
+    return cls.create(backend="numpy", **{**cls.small_example, **changes})
+
+
+def snapshot(model) -> dict:
+    return {k: to_numpy(v).copy() for k, v in model.fields().items()}
+
+
+def assert_same_fields(a, b):
+    fa, fb = snapshot(a), snapshot(b)
+    assert fa.keys() == fb.keys()
+    for key in fa:
+        np.testing.assert_array_equal(fa[key], fb[key], err_msg=key)
+
+
+def bad_values(schema, name: str) -> list:
+    """Values the schema must refuse for field ``name``: outside its bounds or choices, or of the wrong type."""
+    info = schema.fields()[name]
+    kind, bounds = info["type"], info["bounds"]
+    bad = [True, [1], None if False else object()]
+    if kind is int:
+        bad += [1.5, "3"]
+    if kind is float:
+        bad += [math.nan, math.inf, "x"]
+    if kind is str:
+        bad += [5]
+    if "ge" in bounds:
+        bad.append(bounds["ge"] - (1 if kind is int else 1e-3 * max(1, abs(bounds["ge"]))))
+    if "gt" in bounds:
+        bad.append(bounds["gt"])
+    if "le" in bounds:
+        bad.append(bounds["le"] + (1 if kind is int else 1e-3 * max(1, abs(bounds["le"]))))
+    if "lt" in bounds:
+        bad.append(bounds["lt"])
+    if info.get("choices") is not None:
+        bad.append("not-a-choice" if kind is str else 10 ** 6 + 7)
+    return bad
+
+
+def test_the_registry_holds_models_that_implement_the_protocol():
+    assert MODELS, "no model registered"
+    for name, cls in all_models().items():
+        assert issubclass(cls, Model) and cls.name == name and cls.title
+        assert cls.declared_observables and len({o.name for o in cls.declared_observables}) == len(
+            cls.declared_observables)
+        assert cls.Params.model_name == name
+        assert cls.small_example, f"{name} declares no small example for the tests"
+    with pytest.raises(ParameterError, match="model"):
+        get_model("no-such-model")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_same_seed_same_parameters_same_trajectory(name):
+    a, b = small(name, seed=5), small(name, seed=5)
+    a.step(3), b.step(3)
+    assert_same_fields(a, b)
+    assert a.observables() == b.observables()
+    c = small(name, seed=6)
+    c.step(3)
+    assert any(not np.array_equal(x, y) for x, y in zip(snapshot(a).values(), snapshot(c).values()))
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("split", [0, 1, 3])
+def test_save_load_continue_equals_running_straight_through(name, split, tmp_path):
+    straight = small(name, seed=11)
+    straight.step(6)
+    first = small(name, seed=11)
+    first.step(split)
+    path = save_state(tmp_path / "state.npz", first)
+    resumed = load_state(path, backend="numpy")
+    assert type(resumed) is type(first) and resumed.params == first.params
+    assert resumed.step_count == split
+    for _ in range(6 - split):
+        resumed.step(1)
+    assert resumed.step_count == straight.step_count
+    assert_same_fields(resumed, straight)
+    assert resumed.observables() == straight.observables()
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_bad_parameter_is_refused_by_name(name):
+    schema = get_model(name).Params
+    for field in schema.model_fields:
+        for value in bad_values(schema, field):
+            with pytest.raises(ParameterError) as info:
+                schema.create(**{**get_model(name).small_example, field: value})
+            assert info.value.parameter == field, f"{field}={value!r}: {info.value}"
+            assert str(info.value).startswith(f"{field}: ")
+    with pytest.raises(ParameterError, match="not a parameter"):
+        schema.create(no_such_parameter=1)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_observables_match_the_declaration_and_fields_the_shape(name):
+    model = small(name)
+    model.step(2)
+    observed = model.observables()
+    assert set(observed) == {o.name for o in model.declared_observables}
+    assert all(isinstance(v, float) and math.isfinite(v) for v in observed.values())
+    assert len(model.shape) in (2, 3)
+    for key, array in model.fields().items():
+        assert tuple(array.shape) == model.shape, key
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("marks", [False, True])
+def test_the_picture_has_the_model_shape_and_a_full_palette(name, marks):
+    model = small(name)
+    model.step(1)
+    changed = model.changed()
+    picture = model.picture(changed, marks=marks and model.marks_label is not None)
+    assert picture.shape == model.shape
+    codes = to_numpy(picture.codes())
+    assert codes.dtype == np.uint8 and codes.shape == model.shape
+    colours = picture.colours()
+    assert colours.shape == (*model.shape, 4) and colours.dtype == np.uint8
+    if changed is not None:
+        assert changed.dtype == bool and tuple(changed.shape) == model.shape
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_runner_applies_live_changes_and_rebuilds_keeping_the_old_model_on_failure(name):
+    cls = get_model(name)
+    runner = Runner(name, cls.small_example, backend="numpy")
+    model = runner.model
+    runner.advance(3)
+    assert runner.model.step_count == 3 and len(runner.history) == 4   # the initial state and three steps
+    fields = cls.Params.fields()
+    live = [n for n, f in fields.items() if f["applies"] == "live" and f["type"] is float]
+    for field in live[:1]:
+        value = getattr(runner.params, field)
+        bounds = fields[field]["bounds"]
+        new = value * 1.01 if value else min(bounds.get("le", 1.0), 0.01)
+        assert runner.set(**{field: new}) == "live"
+        assert runner.model is model and getattr(model.params, field) == pytest.approx(new)
+    rebuild = [n for n, f in fields.items() if f["applies"] == "rebuild"]
+    for field in rebuild[:1]:
+        with pytest.raises(ParameterError, match=field):
+            runner.set(**{field: bad_values(cls.Params, field)[-1]})
+        assert runner.model is model
+    reset = [n for n, f in fields.items() if f["applies"] == "reset"]
+    if "seed" in reset:
+        assert runner.set(seed=model.params.seed + 1) == "reset"
+        assert runner.model.params.seed != runner.params.seed      # waits for the reset
+        runner.reset()
+        assert runner.model.params.seed == runner.params.seed and runner.model.step_count == 0
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_update_refuses_parameters_that_are_not_live(name):
+    model = small(name)
+    for field, info in model.Params.fields().items():
+        if info["applies"] != "live":
+            with pytest.raises(ParameterError, match=field):
+                model.update(**{field: getattr(model.params, field)})
+
+
+def test_state_files_name_the_problem(tmp_path):
+    model = small(MODELS[0])
+    state = state_of(model)
+    future = {**state, "latticelab_state": np.int64(99)}
+    with pytest.raises(StateError, match="newer latticelab"):
+        restore(future)
+    other = {**state, "model": np.str_("no-such-model")}
+    with pytest.raises(StateError, match="no-such-model"):
+        restore(other)
+    missing = {k: v for k, v in state.items() if not k.startswith("param.")}
+    with pytest.raises(StateError, match="missing parameter"):
+        restore(missing)
+    text = tmp_path / "notes.npz"
+    text.write_text("my notes, not a state")
+    with pytest.raises(StateError, match="notes.npz") as info:
+        load_state(text)
+    assert "allow_pickle" not in str(info.value)
