@@ -29,7 +29,7 @@ def _parse_number(text: str, kind: type):
 
 def _format(value) -> str:
     if isinstance(value, float):
-        return "0" if value == 0 else f"{value:.6g}"
+        return "0" if value == 0 else f"{value:.10g}"
     return str(value)
 
 

@@ -171,6 +171,12 @@ class MainWindow(QtWidgets.QMainWindow):
         view_menu.addAction(self.control_dock.toggleViewAction())
         view_menu.addAction(self.plot_dock.toggleViewAction())
 
+        self.model_help_action = self._action("About the model...", self.show_model_help, [],
+                                              "What the running model is and what each parameter means",
+                                              name="model_help_action")
+        help_menu = self.menuBar().addMenu("&Help")
+        help_menu.addAction(self.model_help_action)
+
         icons = {self.step_action: "SP_MediaSkipForward", self.reset_action: "SP_BrowserReload",
                  self.export_action: "SP_DesktopIcon",
                  self.save_action: "SP_DialogSaveButton", self.load_action: "SP_DialogOpenButton",
@@ -366,15 +372,46 @@ class MainWindow(QtWidgets.QMainWindow):
         if name == self.model.name:
             self._show_model_choice()
             return True
-        self.save_preferences() if self.interactive else None
-        schema = get_model(name).Params
-        values = self.prefs.model_values(name, schema)
-        if not self._try(self.runner.switch, name, values)[0]:
+        if self.interactive:
+            self.save_preferences()
+        else:
+            self.prefs.set_model_values(self.model.name, self.runner.params)
+
+        def switch():
+            self.runner.switch(name, self.prefs.model_values(name, get_model(name).Params))
+
+        if not self._try(switch)[0]:
             self._show_model_choice()
             return False
         self._after_model_change()
         self.show_message(f"{self.model.title}: {self._describe()}")
         return True
+
+    def model_help(self) -> str:
+        """The running model's description and its parameters (label, unit, allowed values, when a change
+        applies), as rich text from the model's docstring and schema."""
+        from latticelab.sim.params import allowed_text
+        cls, schema = type(self.model), type(self.model.params)
+        doc = " ".join((cls.__doc__ or "").split())
+        rows = []
+        applies = {"live": "at once", "reset": "at the next reset", "rebuild": "new model"}
+        for name, info in schema.fields().items():
+            unit = f" [{info['unit']}]" if info.get("unit") else ""
+            rows.append(f"<tr><td><b>{info['label']}</b> ({name}){unit}</td><td>{info['help']}</td>"
+                        f"<td>{allowed_text(schema, name)}</td><td>{applies[info['applies']]}</td></tr>")
+        observables = ", ".join(f"{o.label}{f' [{o.unit}]' if o.unit else ''}" for o in cls.declared_observables)
+        return (f"<h3>{cls.title}</h3><p>{doc}</p><p><b>Plotted:</b> {observables}</p>"
+                "<table cellpadding='3'><tr><th>parameter</th><th>meaning</th><th>allowed</th><th>applies</th></tr>"
+                + "".join(rows) + "</table>")
+
+    def show_model_help(self) -> None:
+        if not self.interactive:
+            return
+        box = QtWidgets.QMessageBox(self)
+        box.setWindowTitle(f"About the model: {self.model.title}")
+        box.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        box.setText(self.model_help())
+        box.exec()
 
     def _describe(self) -> str:
         shape = "x".join(str(n) for n in self.model.shape)
@@ -394,6 +431,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """The model was replaced or reset: controls, plots, title and view follow it."""
         model = self.model
         self.setWindowTitle(f"latticelab: {model.title}")
+        self.model_help_action.setText(f"About the {model.title}...")
         self.controls.set_schema(type(model.params), model.marks_label)
         self.controls.set_geometry(model.shape)
         self._show_parameters()

@@ -114,7 +114,9 @@ class SpectralPanel(QtWidgets.QDockWidget):
             row.addWidget(button)
         row.addStretch(1)
         layout.addLayout(row)
-        self.info = QtWidgets.QLabel("", objectName="spectral_info")
+        self.info = QtWidgets.QLabel("", objectName="spectral_info", wordWrap=True)
+        # the line names every live parameter: let it wrap rather than widen the dock
+        self.info.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
         layout.addWidget(self.info)
         self.setWidget(body)
 

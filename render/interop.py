@@ -5,7 +5,8 @@ does the same for VisPy gloo objects. CuPy has no OpenGL interop calls, so the C
 through cuda-python's runtime bindings (``cuda.bindings.runtime``): a gloo ``Texture2D`` /
 ``Texture3D`` is registered with ``cudaGraphicsGLRegisterImage`` and filled through its mapped CUDA
 array -- one-byte texels by a kernel storing through a surface object (render/kernels/texture_surface.cu,
-which can also compute the lattice state codes on the way), wider ones by a device-to-device copy; a gloo
+which can also compute a picture's byte codes on the way, with the model's own CUDA ``cell_code``: see
+``encode_into_texture``), wider ones by a device-to-device copy; a gloo
 buffer is registered with ``cudaGraphicsGLRegisterBuffer`` and its mapped memory is handed out as a
 CuPy array. Everything runs on CuPy's current stream, so
 it is ordered after the simulation kernels; unmapping orders it before the next GL draw.
@@ -19,7 +20,8 @@ All calls belong in the GL thread, outside a draw (they make the canvas's contex
 
     gpu = interop_for(canvas)
     gpu.acquire()                                             # optional: map before the simulation step
-    gpu.upload_texture(texture, state)                        # CuPy or NumPy array
+    gpu.upload_texture(texture, codes)                        # CuPy or NumPy array
+    gpu.try_picture(texture, picture)                         # a Picture's codes, encoded into the texture
     with gpu.mapped_buffer(vbo, numpy.float32, (n, 4)) as colours:
         colour_kernel(spins, colours)                         # writes the GL buffer in place
 
@@ -203,7 +205,7 @@ class GraphicsResource:
 
 def copy_into_texture(resource: GraphicsResource, array, stream=None):
     """Copy a C-contiguous CuPy array (H, W[, C]) or (D, H, W[, C]) into a registered texture."""
-    _, rt = _cuda_modules()
+    cupy, rt = _cuda_modules()
     stream = _stream_handle() if stream is None else stream
     dims = 3 if resource.target == GL_TEXTURE_3D else 2
     if array.ndim not in (dims, dims + 1):
@@ -211,9 +213,14 @@ def copy_into_texture(resource: GraphicsResource, array, stream=None):
     depth, height, width = ((1,) + tuple(array.shape[:2]) if dims == 2 else tuple(array.shape[:3]))
     texel = array.itemsize * (array.shape[-1] if array.ndim == dims + 1 else 1)
     if texel == 1 and resource.flags_surface:
-        _write_through_surface(resource, "copy_to_surface", array, (depth, height, width),
-                               lambda surface, units: (array, surface, np.int32(width), np.int32(height), units),
-                               stream)
+        def launch(surface):
+            wide = 4 if width % 4 == 0 and array.data.ptr % 4 == 0 else 1  # 32-bit loads need 4-byte alignment
+            units = depth * height * (width // wide)
+            kernel = copy_module(cupy).get_function(f"copy_to_surface<{dims}, {wide}>")
+            kernel((_blocks(units),), (SURFACE_THREADS,),
+                   (array, np.uint64(surface), np.int32(width), np.int32(height), np.int64(units)))
+
+        _write_through_surface(resource, array, (depth, height, width), stream, launch)
         return
     with resource.mapped(stream):
         cuda_array = resource.mapped_array()
@@ -232,29 +239,66 @@ def copy_into_texture(resource: GraphicsResource, array, stream=None):
             _check(rt.cudaMemcpy3DAsync(params, stream), "cudaMemcpy3DAsync")
 
 
-def encode_into_texture(resource: GraphicsResource, spins, flipped=None, rewired=None, stream=None):
-    """Write the state codes of CuPy ``spins`` (int8 +-1) and optional bool masks into a registered r8 texture.
+def kernel_arrays(xp, arrays) -> tuple[tuple, bool]:
+    """The encoder's array arguments as a kernel takes them, and whether all of them are 4-byte aligned.
 
-    One kernel (render/kernels/texture_surface.cu) computes the codes of render/upload.py's encoding and stores
-    them through a surface object, so colouring and copy are a single pass over the lattice.
+    Generic, by dtype: a bool array becomes one byte per cell (0 or 1), a real one float32, any other stays as
+    it is; all C-contiguous. An absent array (None) is a null pointer. ``xp``: CuPy, or NumPy for the CPU
+    emulator of the kernels (sim/gpu/emulate.py)."""
+    arguments, aligned = [], True
+    for array in arrays:
+        if array is None:
+            arguments.append(np.uint64(0))
+            continue
+        if array.dtype == xp.bool_:
+            array = xp.ascontiguousarray(array).view(xp.uint8)
+        elif array.dtype.kind == "f":
+            array = xp.ascontiguousarray(array.astype(xp.float32, copy=False))
+        else:
+            array = xp.ascontiguousarray(array)
+        pointer = array.data.ptr if hasattr(array.data, "ptr") else array.ctypes.data
+        aligned = aligned and pointer % 4 == 0
+        arguments.append(array)
+    return tuple(arguments), aligned
+
+
+def encode_into_texture(resource: GraphicsResource, picture, stream=None):
+    """Write the byte codes of a picture (sim/picture.py) whose arrays are on the GPU into a registered r8
+    texture, in one pass.
+
+    One kernel -- the picture encoder's ``cell_code`` (its ``cuda_source``) composed with ``encode_to_surface``
+    of render/kernels/texture_surface.cu -- computes each cell's code from the model's arrays and stores it
+    through a surface object: the codes equal ``picture.codes()`` (tests/test_field_view.py), with no
+    intermediate array.
     """
     cupy, _ = _cuda_modules()
     dims = 3 if resource.target == GL_TEXTURE_3D else 2
-    if spins.ndim != dims or spins.dtype != cupy.int8:
-        raise InteropError(f"state: a {dims}D texture needs {dims}D int8 spins; got {spins.dtype} {spins.shape}")
-    depth, height, width = (1,) * (3 - dims) + tuple(spins.shape)
-    masks = []
-    for name, mask in (("flipped", flipped), ("rewired", rewired)):
-        if mask is not None and tuple(mask.shape) != tuple(spins.shape):
-            raise InteropError(f"{name}: shape {mask.shape} differs from the spins' {spins.shape}")
-        masks.append(cupy.ascontiguousarray(mask.astype(cupy.bool_, copy=False)).view(cupy.uint8)
-                     if mask is not None else spins.view(cupy.uint8))  # absent: never read (flag 0)
-    spins = cupy.ascontiguousarray(spins)
-    flags = (np.int32(flipped is not None), np.int32(rewired is not None))
-    _write_through_surface(resource, "encode_to_surface", spins, (depth, height, width),
-                           lambda surface, units: (spins, *masks, *flags, surface, np.int32(width), np.int32(height),
-                                                   units),
-                           stream)
+    shape = tuple(int(n) for n in picture.shape)
+    if len(shape) != dims:
+        raise InteropError(f"picture: a {dims}D texture needs a {dims}D picture; got shape {shape}")
+    for array in picture.arrays:
+        if array is not None and tuple(array.shape) != shape:
+            raise InteropError(f"picture: an array of shape {tuple(array.shape)} in a picture of shape {shape}")
+    depth, height, width = (1,) * (3 - dims) + shape
+    module = encoder_module(cupy, picture.encoder)
+    arrays, aligned = kernel_arrays(cupy, picture.arrays)
+    _write_through_surface(resource, f"picture of shape {shape} ({picture.encoder.name})", shape, stream,
+                           lambda surface: launch_encode(cupy, module, arrays, picture.scalars, surface, dims,
+                                                         (depth, height, width), 4 if aligned else 1))
+
+
+def launch_encode(xp, module, arrays, scalars, surface: int, dims: int, shape, wide: int = 4) -> None:
+    """Launch ``encode_to_surface<dims, 4 or 1>`` of an ``encoder_module`` over a (depth, height, width) surface.
+
+    ``arrays`` as ``kernel_arrays`` gives them; ``wide`` 4 (four cells a thread, used only where the width is a
+    multiple of 4) or 1. On CuPy's current stream; ``xp`` may be the CPU emulator (tests)."""
+    depth, height, width = shape
+    wide = 4 if wide == 4 and width % 4 == 0 else 1
+    units = depth * height * (width // wide)
+    f0, f1 = (np.float32(value) for value in scalars)
+    kernel = module.get_function(f"encode_to_surface<{dims}, {wide}>")
+    kernel((_blocks(units),), (SURFACE_THREADS,),
+           (*arrays, f0, f1, np.uint64(surface), np.int32(width), np.int32(height), np.int64(units)))
 
 
 class _RawStream:
@@ -267,53 +311,81 @@ class _RawStream:
         return 0, self.handle
 
 
-def _write_through_surface(resource: GraphicsResource, kernel: str, source, shape, arguments, stream=None):
-    """Map ``resource``, check it against the one-byte ``source`` of (depth, height, width) ``shape``, and run
-    surface kernel ``kernel`` over it with ``arguments(surface, units)`` on ``stream`` (CuPy's current one by
-    default, the stream the mapping is ordered on)."""
+def _write_through_surface(resource: GraphicsResource, what: str, shape, stream, launch):
+    """Map ``resource``, check it against one-byte texels of ``shape`` ((H, W) or (D, H, W); ``what`` names
+    them in errors), and call ``launch(surface)`` on ``stream`` (CuPy's current one by default, the stream the
+    mapping is ordered on) to run a surface kernel."""
     cupy, _ = _cuda_modules()
-    depth, height, width = shape
     dims = 3 if resource.target == GL_TEXTURE_3D else 2
+    depth, height, width = (1,) * (3 - len(shape)) + tuple(shape)
     current = _stream_handle()
     stream = current if stream is None else stream
     on_stream = contextlib.nullcontext() if stream == current else cupy.cuda.Stream.from_external(_RawStream(stream))
     with resource.mapped(stream), resource.surface() as surface, on_stream:
-        _check_extent(resource, 1, source, width, height, depth, dims)
-        _launch_surface_kernel(kernel, dims, width, height, depth,
-                               lambda units: arguments(np.uint64(surface), np.int64(units)))
+        _check_extent(resource, 1, what, width, height, depth, dims)
+        launch(surface)
 
 
-def _check_extent(resource, texel, array, width, height, depth, dims):
-    """Raise InteropError unless the mapped texture's texel size and extent fit ``array`` (first map: unknown)."""
+def _check_extent(resource, texel, what, width, height, depth, dims):
+    """Raise InteropError unless the mapped texture's texel size and extent fit the data (``what`` describes
+    it: an array, or a string; first map: unknown)."""
+    if not isinstance(what, str):
+        what = f"the array ({what.dtype}, shape {what.shape})"
     if resource.bytes_per_texel and resource.bytes_per_texel != texel:
         raise InteropError(
-            f"texture GL {resource.gl_name} stores {resource.bytes_per_texel} bytes per texel but the array "
-            f"gives {texel} ({array.dtype}, shape {array.shape}); give the texture a matching internalformat")
+            f"texture GL {resource.gl_name} stores {resource.bytes_per_texel} bytes per texel but {what} "
+            f"gives {texel}; give the texture a matching internalformat")
     if resource.extent is not None and (resource.extent[:2] != (width, height)
                                         or (dims == 3 and resource.extent[2] != depth)):
         raise InteropError(f"texture GL {resource.gl_name} has extent {resource.extent}, "
-                           f"the array needs {(width, height, depth)}")
+                           f"{what} needs {(width, height, depth)}")
 
 
 SURFACE_KERNELS = Path(__file__).resolve().parent / "kernels" / "texture_surface.cu"
 SURFACE_THREADS = 256
-_surface_module: dict = {}
+SURFACE_OPTIONS = ("--std=c++17",)
+_surface_modules: dict = {}
+_uncompiled_encoders: set = set()  # encoders whose CUDA source did not compile (logged once each)
 
 
-def _launch_surface_kernel(name: str, dims: int, width: int, height: int, depth: int, arguments):
-    """Launch ``name``<dims, 4 or 1> over every texel of a (depth, height, width) texture on CuPy's current
-    stream; ``arguments(units)`` gives the kernel's arguments for the number of work units."""
-    cupy, _ = _cuda_modules()
-    if "module" not in _surface_module:
-        names = tuple(f"{kernel}<{d}, {w}>" for kernel in ("copy_to_surface", "encode_to_surface")
-                      for d in (2, 3) for w in (1, 4))
-        _surface_module["module"] = cupy.RawModule(code=SURFACE_KERNELS.read_text(), options=("--std=c++17",),
-                                                   name_expressions=names)
-    wide = 4 if width % 4 == 0 else 1
-    kernel = _surface_module["module"].get_function(f"{name}<{dims}, {wide}>")
-    units = depth * height * (width // wide)
-    blocks = max(1, min(-(-units // SURFACE_THREADS), 65535))
-    kernel((blocks,), (SURFACE_THREADS,), arguments(units))
+def _blocks(units: int) -> int:
+    return max(1, min(-(-units // SURFACE_THREADS), 65535))
+
+
+def copy_module(xp, prelude: str = ""):
+    """texture_surface.cu alone: copy_to_surface<2|3, 1|4> (compiled once per process). ``xp``: CuPy, or the CPU
+    emulator's stand-in; ``prelude`` goes first (the tests' emulated surface functions)."""
+    key = (id(xp.RawModule), None, prelude)
+    if key not in _surface_modules:
+        from latticelab.sim.gpu.kernels import kernel_source
+        names = tuple(f"copy_to_surface<{d}, {w}>" for d in (2, 3) for w in (1, 4))
+        _surface_modules[key] = xp.RawModule(code=prelude + "\n" + kernel_source(SURFACE_KERNELS),
+                                             options=SURFACE_OPTIONS, name_expressions=names)
+    return _surface_modules[key]
+
+
+def encoder_source(encoder, prelude: str = "") -> str:
+    """The CUDA source of the one-pass writer for ``encoder`` (sim/picture.py: CellEncoder): its ``cuda_source``
+    (with its local includes inlined) in front of texture_surface.cu, with LATTICELAB_CELL_CODE defined so that
+    ``encode_to_surface`` is compiled. ``prelude`` goes first (the tests' emulated surface functions)."""
+    from latticelab.sim.gpu.kernels import kernel_source
+    if encoder.cuda_source is None:
+        raise InteropError(f"encoder {encoder.name!r} has no CUDA source")
+    return "\n".join((prelude, "#define LATTICELAB_CELL_CODE 1", kernel_source(Path(encoder.cuda_source)),
+                      kernel_source(SURFACE_KERNELS)))
+
+
+def encoder_module(xp, encoder, prelude: str = ""):
+    """The compiled ``encode_to_surface<2|3, 1|4>`` of ``encoder``, cached per encoder (name and source path);
+    ``xp``: CuPy, or the CPU emulator's stand-in (sim/gpu/emulate.py: emulated_xp)."""
+    key = (id(xp.RawModule), encoder.name, str(encoder.cuda_source), prelude)
+    if key not in _surface_modules:
+        names = tuple(f"encode_to_surface<{d}, {w}>" for d in (2, 3) for w in (1, 4))
+        module = xp.RawModule(code=encoder_source(encoder, prelude), options=SURFACE_OPTIONS,
+                              name_expressions=names)
+        module.get_function(names[0])  # compiles now, should CuPy defer it: a failure is the caller's to handle
+        _surface_modules[key] = module
+    return _surface_modules[key]
 
 
 # ------------------------------------------------------------------- VisPy's private side ---
@@ -589,34 +661,53 @@ class CanvasInterop:
         nothing, when the caller must upload from host memory instead: interop is off here (the
         reason is logged once), ``data`` is not a CuPy array, or the texture kind is unsupported.
         """
-        return self._texture_upload(texture, data, lambda resource, array: copy_into_texture(resource, array))
+        def write(resource):
+            cupy, _ = _cuda_modules()
+            copy_into_texture(resource, cupy.ascontiguousarray(data))
 
-    def try_state_texture(self, texture, spins, flipped=None, rewired=None) -> bool:
-        """Write the state codes of device ``spins`` (+ optional bool masks) into an r8 texture in one pass.
+        return self._texture_upload(texture, getattr(data, "shape", ()), _is_device_array(data), write)
 
-        The same as ``try_texture(texture, encode_state(cupy, spins, flipped, rewired))`` without the
-        intermediate array (render/kernels/texture_surface.cu). False, having done nothing, when the caller
-        must encode and upload another way.
+    def try_picture(self, texture, picture) -> bool:
+        """Write the byte codes of a picture (sim/picture.py) into an r8 texture in one pass, when its arrays
+        are on the GPU and its encoder has a CUDA twin.
+
+        The same as ``try_texture(texture, picture.codes())`` without the intermediate array (``encode_into_
+        texture``). False, having done nothing, when the caller must encode and upload another way: interop is
+        off, an array is not a CuPy one, the encoder has no ``cuda_source``, or its source does not compile
+        (logged once per encoder; the caller's ``picture.codes()`` then goes through ``try_texture``).
         """
-        return self._texture_upload(texture, spins,
-                                    lambda resource, array: encode_into_texture(resource, array, flipped, rewired),
+        encoder = picture.encoder
+        arrays = [array for array in picture.arrays if array is not None]
+        if (encoder.cuda_source is None or not arrays or encoder.name in _uncompiled_encoders
+                or len(picture.shape) != getattr(texture, "_ndim", None)):
+            return False
+        on_device = all(_is_device_array(array) for array in arrays)
+        if on_device and self.decide():
+            try:
+                encoder_module(_cuda_modules()[0], encoder)
+            except Exception as exc:  # a model's .cuh that NVRTC refuses: that model's pictures take two passes
+                _uncompiled_encoders.add(encoder.name)
+                log.warning("one-pass texture writes off for encoder %r (%s: %s); its codes are computed first",
+                            encoder.name, type(exc).__name__, str(exc)[-2000:])
+                return False
+        return self._texture_upload(texture, tuple(picture.shape), on_device,
+                                    lambda resource: encode_into_texture(resource, picture),
                                     count_refusal=False)  # the caller's fallback goes through try_texture
 
-    def _texture_upload(self, texture, data, write, count_refusal: bool = True) -> bool:
+    def _texture_upload(self, texture, shape, on_device: bool, write, count_refusal: bool = True) -> bool:
         target = _texture_target(texture)
-        if not (self.decide() and _is_device_array(data) and target is not None):
+        if not (self.decide() and on_device and target is not None):
             self.uploads["host"] += count_refusal
             return False
         cupy, runtime = _cuda_modules()
         try:
             _make_current(self.canvas)
-            array = cupy.ascontiguousarray(data)
-            if _normalised_shape(texture, array.shape) != tuple(texture.shape):
+            if _normalised_shape(texture, shape) != tuple(texture.shape):
                 self._unregister(texture.id)  # before VisPy re-creates the storage
-                texture.resize(array.shape)
+                texture.resize(_normalised_shape(texture, shape))
             resource = self._resource(texture, target,
                                       runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsSurfaceLoadStore)
-            write(resource, array)
+            write(resource)
         except Exception as exc:  # InteropError, or anything unforeseen: the frame must still be drawn
             self._fail(exc)
             self.uploads["host"] += count_refusal
@@ -739,10 +830,10 @@ def try_upload_texture(texture, data) -> bool:
     return canvas is not None and interop_for(canvas).try_texture(texture, data)
 
 
-def try_upload_state(texture, spins, flipped=None, rewired=None) -> bool:
-    """Interop state-code upload into whichever canvas owns ``texture`` (see CanvasInterop.try_state_texture)."""
+def try_upload_picture(texture, picture) -> bool:
+    """One-pass upload of a picture's codes into whichever canvas owns ``texture`` (see CanvasInterop.try_picture)."""
     canvas = owning_canvas(texture)
-    return canvas is not None and interop_for(canvas).try_state_texture(texture, spins, flipped, rewired)
+    return canvas is not None and interop_for(canvas).try_picture(texture, picture)
 
 
 def try_upload_buffer(buffer, data, offset: int = 0) -> bool:

@@ -9,7 +9,7 @@ SHADER_DIR = Path(__file__).resolve().parent.parent / "shaders"
 
 @lru_cache(maxsize=None)
 def load_shader(name: str) -> str:
-    """The text of shaders/<name>; ``state_colour.glsl`` is prepended to fragment shaders that use it."""
+    """The text of shaders/<name>."""
     path = SHADER_DIR / name
     if not path.is_file():
         raise FileNotFoundError(f"shader {name!r} not found in {SHADER_DIR} (is the shaders/ folder installed?)")
@@ -17,5 +17,5 @@ def load_shader(name: str) -> str:
 
 
 def fragment_with_palette(name: str) -> str:
-    """A fragment shader preceded by the shared state-to-colour function."""
-    return load_shader("state_colour.glsl") + "\n" + load_shader(name)
+    """A fragment shader preceded by the shared code-to-colour lookup (shaders/palette.glsl: ``cell_colour``)."""
+    return load_shader("palette.glsl") + "\n" + load_shader(name)

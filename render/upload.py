@@ -3,10 +3,11 @@
 Every view hands its data to the functions here and nowhere else, so the GPU-resident path
 (CUDA-OpenGL interop, render/interop.py) can replace the host copy below without any view changing.
 
-State encoding (one uint8 per site, decoded in shaders/state_colour.glsl):
-    bit 0  spin up (+1)
-    bit 1  flipped in the last step (highlight)
-    bit 2  site touched by rewiring
+What a model draws arrives as a ``Picture`` (sim/picture.py): one byte code per cell, computed by the model's
+encoder, and a 256-colour palette. ``upload_codes`` puts the codes into an r8 texture -- on a CUDA-GL canvas
+by one kernel that encodes and stores at once (the model's CUDA ``cell_code`` composed with the surface writer
+of render/kernels/texture_surface.cu) -- and ``upload_palette`` the palette into a 256 x 1 RGBA texture that
+the fragment shaders read (shaders/palette.glsl). Nothing here knows what the codes mean.
 """
 from __future__ import annotations
 
@@ -14,35 +15,7 @@ import numpy as np
 
 from latticelab.render import interop
 
-SPIN_UP = 1
-FLIPPED = 2
-REWIRED = 4
-
-
-def encode_state(xp, spins, flipped=None, rewired_mask=None):
-    """uint8 state codes for a spin array of any shape, computed by ``xp`` where the spins live."""
-    if xp is not np and hasattr(xp, "ElementwiseKernel"):  # CuPy: one fused kernel instead of five array passes
-        return _encode_kernel(xp)(spins, False if flipped is None else flipped,
-                                  False if rewired_mask is None else rewired_mask)
-    state = (spins > 0).astype(xp.uint8)
-    if flipped is not None:
-        state |= flipped.astype(xp.uint8) << 1
-    if rewired_mask is not None:
-        state |= rewired_mask.astype(xp.uint8) << 2
-    return state
-
-
-_encode_kernels: dict = {}
-
-
-def _encode_kernel(cupy):
-    """The CuPy kernel behind encode_state (compiled once per process)."""
-    if "state" not in _encode_kernels:
-        _encode_kernels["state"] = cupy.ElementwiseKernel(
-            "S spin, bool flipped, bool rewired", "uint8 state",
-            "state = (spin > 0 ? 1 : 0) | (flipped ? 2 : 0) | (rewired ? 4 : 0)",
-            "latticelab_encode_state")
-    return _encode_kernels["state"]
+PALETTE_SIZE = 256
 
 
 def to_host(array) -> np.ndarray:
@@ -67,13 +40,25 @@ def upload_texture(texture, array) -> None:
     texture.set_data(host)
 
 
-def upload_state(texture, xp, spins, flipped=None, rewired_mask=None) -> None:
-    """Show spins (and optional bool masks) as state codes in an r8 texture: ``upload_texture(texture,
-    encode_state(...))``, except that CuPy arrays on a CUDA-GL canvas are encoded straight into the texture
-    by one kernel (render/interop.py), with no intermediate array and no host copy."""
-    if interop.try_upload_state(texture, spins, flipped, rewired_mask):
+def upload_codes(texture, picture) -> None:
+    """A picture's byte codes into an r8 texture of its dimension: ``upload_texture(texture, picture.codes())``,
+    except that device arrays on a CUDA-GL canvas are encoded straight into the texture by one kernel (the
+    encoder's ``cell_code`` with the surface writer; render/interop.py), with no intermediate array and no host
+    copy."""
+    if len(picture.shape) != texture._ndim:
+        raise ValueError(f"picture: a {texture._ndim}D texture needs a {texture._ndim}D picture; "
+                         f"got shape {tuple(picture.shape)}")
+    if interop.try_upload_picture(texture, picture):
         return
-    upload_texture(texture, encode_state(xp, spins, flipped, rewired_mask))
+    upload_texture(texture, picture.codes())
+
+
+def upload_palette(texture, palette) -> None:
+    """A (256, 4) float RGBA palette (0..1) into a 256 x 1 float RGBA texture (host memory: it is 4 KiB)."""
+    host = np.ascontiguousarray(to_host(palette), np.float32)
+    if host.shape != (PALETTE_SIZE, 4):
+        raise ValueError(f"palette: must be ({PALETTE_SIZE}, 4) float; got {host.dtype} {host.shape}")
+    texture.set_data(host[np.newaxis])
 
 
 def upload_buffer(vbo, array) -> None:

@@ -1,7 +1,8 @@
-"""Small VisPy visuals for the lattice and its plots; all of their data arrives through render/upload.py.
+"""Small VisPy visuals for fields and plots; all of their data arrives through render/upload.py.
 
-Each visual is a thin wrapper around a shader pair from shaders/: geometry is a handful of vertices,
-the per-site work happens in the fragment shaders reading one uint8 texture.
+Each visual is a thin wrapper around a shader pair from shaders/: geometry is a handful of vertices, the
+per-cell work happens in the fragment shaders reading one uint8 code texture and one 256-colour palette
+texture (shaders/palette.glsl), whatever model the codes come from (sim/picture.py).
 """
 from __future__ import annotations
 
@@ -10,20 +11,26 @@ from vispy import gloo
 from vispy.scene.visuals import create_visual_node
 from vispy.visuals import Visual
 
-from latticelab.render.palette import shader_uniforms
 from latticelab.render.shaders import fragment_with_palette, load_shader
 from latticelab.render.unfold import UnfoldLayout
-from latticelab.render.upload import upload_buffer, upload_state, upload_texture
+from latticelab.render.upload import PALETTE_SIZE, upload_buffer, upload_codes
 
 _UNIT_SQUARE = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], np.float32)
 
 
-def state_texture(ndim: int, shape=None):
-    """An r8 texture holding one state code per site, sampled without interpolation."""
+def code_texture(ndim: int, shape=None):
+    """An r8 texture holding one byte code per cell, sampled without interpolation."""
     cls = gloo.Texture2D if ndim == 2 else gloo.Texture3D
     shape = shape or (1,) * ndim
     return cls(shape=tuple(shape) + (1,), format="red", internalformat="r8", interpolation="nearest",
                wrapping="clamp_to_edge")
+
+
+def palette_texture():
+    """A 256 x 1 RGBA texture holding a picture's palette, sampled at texel centres without interpolation."""
+    # float texels: the shaders shade the model's exact colours (8-bit texels would round before shading)
+    return gloo.Texture2D(np.zeros((1, PALETTE_SIZE, 4), np.float32), format="rgba", internalformat="rgba32f",
+                          interpolation="nearest", wrapping="clamp_to_edge")
 
 
 def _box_faces() -> tuple[np.ndarray, np.ndarray]:
@@ -47,46 +54,38 @@ def _box_faces() -> tuple[np.ndarray, np.ndarray]:
 
 
 class _PaletteVisual(Visual):
-    """A visual whose fragment shader colours state codes (shaders/state_colour.glsl)."""
+    """A visual whose fragment shader colours byte codes through a palette texture (shaders/palette.glsl)."""
 
-    def __init__(self, vert: str, frag: str):
+    def __init__(self, vert: str, frag: str, texture, palette):
         super().__init__(vcode=load_shader(vert), fcode=fragment_with_palette(frag))
-        self.set_palette()
-
-    def set_palette(self, show_flipped: bool = True, show_rewired: bool = False) -> None:
-        for name, value in shader_uniforms(show_flipped, show_rewired).items():
-            self.shared_program[name] = value
-        self.update()
+        self.texture = texture
+        self.palette = palette if palette is not None else palette_texture()
+        self.shared_program["u_codes"] = self.texture
+        self.shared_program["u_palette"] = self.palette
 
     def _prepare_transforms(self, view):
         view.view_program.vert["transform"] = view.get_transform()
 
 
-class LatticeImageVisual(_PaletteVisual):
-    """A 2D lattice as one quad with one texel per site; world units are cells (x = column, y = row)."""
+class FieldImageVisual(_PaletteVisual):
+    """A 2D field as one quad with one texel per cell; world units are cells (x = column, y = row)."""
 
-    def __init__(self, texture=None):
-        super().__init__("lattice2d.vert", "lattice2d.frag")
-        self.texture = texture if texture is not None else state_texture(2)
+    def __init__(self, texture=None, palette=None):
+        super().__init__("lattice2d.vert", "lattice2d.frag", texture if texture is not None else code_texture(2),
+                         palette)
         self._quad = gloo.VertexBuffer(_UNIT_SQUARE)
         self.shared_program["a_position"] = self._quad
-        self.shared_program["u_state"] = self.texture
         self.size = (1.0, 1.0)
         self.shared_program["u_size"] = self.size
         self._draw_mode = "triangle_strip"
         self.set_gl_state(depth_test=False, cull_face=False, blend=False)
 
-    def set_state(self, state) -> None:
-        """state: (H, W) uint8 codes, NumPy or CuPy."""
-        upload_texture(self.texture, state)
-        self._set_size(state.shape)
+    def show(self, picture) -> None:
+        """The codes of an (H, W) picture (render/upload.py: upload_codes); the palette is the owner's."""
+        upload_codes(self.texture, picture)
+        self.set_size(picture.shape)
 
-    def set_spins(self, xp, spins, flipped=None, rewired_mask=None) -> None:
-        """(H, W) spins and optional bool masks, encoded where they live (render/upload.py: upload_state)."""
-        upload_state(self.texture, xp, spins, flipped, rewired_mask)
-        self._set_size(spins.shape)
-
-    def _set_size(self, shape) -> None:
+    def set_size(self, shape) -> None:
         size = (float(shape[1]), float(shape[0]))
         if size != self.size:  # a uniform set to its old value would still be sent to GL at every draw
             self.size = size
@@ -97,18 +96,16 @@ class LatticeImageVisual(_PaletteVisual):
         return (0, self.size[axis]) if axis < 2 else (0, 0)
 
 
-class LatticeCubeVisual(_PaletteVisual):
-    """A 3D lattice drawn as a solid block of cells; ``peel`` removes layers from the top (high z)."""
+class FieldCubeVisual(_PaletteVisual):
+    """A 3D field drawn as a solid block of cells; ``peel`` removes layers from the top (high z)."""
 
-    def __init__(self, texture=None):
-        super().__init__("cube.vert", "cube.frag")
-        self.texture = texture if texture is not None else state_texture(3)
+    def __init__(self, texture=None, palette=None):
+        super().__init__("cube.vert", "cube.frag", texture if texture is not None else code_texture(3), palette)
         corners, normals = _box_faces()
         self._corners = gloo.VertexBuffer(corners)
         self._normals = gloo.VertexBuffer(normals)
         self.shared_program["a_corner"] = self._corners
         self.shared_program["a_normal"] = self._normals
-        self.shared_program["u_state"] = self.texture
         self.size = (1.0, 1.0, 1.0)
         self.peel = 0
         self.shared_program["u_size"] = self.size
@@ -116,15 +113,10 @@ class LatticeCubeVisual(_PaletteVisual):
         self._draw_mode = "triangles"
         self.set_gl_state(depth_test=True, cull_face=True, front_face="ccw", blend=False)
 
-    def set_state(self, state) -> None:
-        """state: (D, H, W) uint8 codes, spins[z, y, x]."""
-        upload_texture(self.texture, state)
-        self.set_size(state.shape)
-
-    def set_spins(self, xp, spins, flipped=None, rewired_mask=None) -> None:
-        """(D, H, W) spins and optional bool masks, encoded where they live (render/upload.py: upload_state)."""
-        upload_state(self.texture, xp, spins, flipped, rewired_mask)
-        self.set_size(spins.shape)
+    def show(self, picture) -> None:
+        """The codes of a (D, H, W) picture, cell [z, y, x] (render/upload.py: upload_codes)."""
+        upload_codes(self.texture, picture)
+        self.set_size(picture.shape)
 
     def set_size(self, shape) -> None:
         depth, height, width = shape
@@ -143,16 +135,14 @@ class LatticeCubeVisual(_PaletteVisual):
         return 0, self.size[axis]
 
 
-class UnfoldedLatticeVisual(_PaletteVisual):
-    """The z-layers of a 3D state texture as a 2D grid of tiles in zigzag order (render/unfold.py)."""
+class UnfoldedFieldVisual(_PaletteVisual):
+    """The z-layers of a 3D code texture as a 2D grid of tiles in zigzag order (render/unfold.py)."""
 
-    def __init__(self, texture):
-        super().__init__("unfold.vert", "unfold.frag")
-        self.texture = texture
+    def __init__(self, texture, palette=None):
+        super().__init__("unfold.vert", "unfold.frag", texture, palette)
         self.layout = UnfoldLayout(1)
         self._quad = gloo.VertexBuffer(_UNIT_SQUARE)
         self.shared_program["a_position"] = self._quad
-        self.shared_program["u_state"] = self.texture
         self.set_layout(UnfoldLayout(1))
         self._draw_mode = "triangle_strip"
         self.set_gl_state(depth_test=False, cull_face=False, blend=False)
@@ -170,7 +160,7 @@ class UnfoldedLatticeVisual(_PaletteVisual):
 
 
 class LinkGeometryVisual(Visual):
-    """Rewired links as line segments (``rings=False``) or their end points as rings (``rings=True``).
+    """Links between cells as line segments (``rings=False``) or their end points as rings (``rings=True``).
 
     Positions are (N, 3) cell coordinates; fragments above ``top`` (peeled layers) are not drawn.
     """
@@ -245,8 +235,8 @@ class PolylineVisual(Visual):
         return None
 
 
-LatticeImage = create_visual_node(LatticeImageVisual)
-LatticeCube = create_visual_node(LatticeCubeVisual)
-UnfoldedLattice = create_visual_node(UnfoldedLatticeVisual)
+FieldImage = create_visual_node(FieldImageVisual)
+FieldCube = create_visual_node(FieldCubeVisual)
+UnfoldedField = create_visual_node(UnfoldedFieldVisual)
 LinkGeometry = create_visual_node(LinkGeometryVisual)
 Polyline = create_visual_node(PolylineVisual)

@@ -1,4 +1,4 @@
-// Rewired links (GL_LINES) and their end points (GL_POINTS), positions in cell units.
+// Links between cells (GL_LINES) and their end points (GL_POINTS), positions in cell units.
 attribute vec3 a_position;
 uniform float u_point_size;
 varying float v_z;

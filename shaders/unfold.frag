@@ -1,7 +1,7 @@
 // The z-layers of the 3D texture laid out as a grid of tiles in zigzag (boustrophedon) order
 // (thesis figure 7.13): row r holds layers r*columns .. r*columns+columns-1, left to right on even
 // rows and right to left on odd rows. Must match render/unfold.py.
-uniform sampler3D u_state;
+uniform sampler3D u_codes;
 uniform float u_L;
 uniform float u_gap;        // empty cells between tiles
 uniform float u_columns;
@@ -16,5 +16,5 @@ void main() {
     float z = tile.y * u_columns + column;
     if (z >= u_L || column < 0.0) discard;
     vec3 texcoord = vec3(floor(within) + 0.5, z + 0.5) / u_L;
-    gl_FragColor = state_colour(texture3D(u_state, texcoord).r);
+    gl_FragColor = cell_colour(texture3D(u_codes, texcoord).r);
 }

@@ -48,7 +48,8 @@ class Picture:
     """One frame's worth of what to draw.
 
     ``arrays``: up to three arrays of the cell shape on the model's device (None where absent), the encoder's
-    inputs; ``scalars``: its two float parameters. ``palette``: (256, 4) uint8 RGBA per code. ``links``: (R, 2)
+    inputs; ``scalars``: its two float parameters. ``palette``: (256, 4) float32 RGBA in [0, 1] per code (floats,
+    so that the views shade exactly the colours the model chose). ``links``: (R, 2)
     flat cell indices of links to draw over the cells, or None. ``legend``: (label, RGBA) pairs for a key.
     ``value_range``: for scalar pictures, the field values at code 0 and code 253.
     """
@@ -68,8 +69,8 @@ class Picture:
             raise ValueError(f"arrays: at most 3 encoder inputs; got {len(self.arrays)}")
         object.__setattr__(self, "arrays", arrays)
         palette = np.asarray(self.palette)
-        if palette.shape != (256, 4) or palette.dtype != np.uint8:
-            raise ValueError(f"palette: must be (256, 4) uint8; got {palette.dtype} {palette.shape}")
+        if palette.shape != (256, 4) or palette.dtype != np.float32:
+            raise ValueError(f"palette: must be (256, 4) float32; got {palette.dtype} {palette.shape}")
         for array in arrays:
             if array is not None and tuple(array.shape) != tuple(self.shape):
                 raise ValueError(f"arrays: shape {tuple(array.shape)} differs from the picture's {self.shape}")
@@ -81,7 +82,7 @@ class Picture:
     def colours(self, codes=None) -> np.ndarray:
         """RGBA uint8 per cell on the host: the picture at one pixel per cell."""
         from latticelab.sim.backend import to_numpy
-        return self.palette[to_numpy(self.codes() if codes is None else codes)]
+        return palette_bytes(self.palette)[to_numpy(self.codes() if codes is None else codes)]
 
 
 # ---- real-valued fields --------------------------------------------------------------------------------
@@ -103,7 +104,7 @@ SCALAR_ENCODER = CellEncoder("scalar", encode_scalar, SCALAR_KERNEL)
 
 
 def scalar_palette(colormap: np.ndarray, highlight=(1.0, 1.0, 1.0, 1.0)) -> np.ndarray:
-    """(256, 4) uint8 palette from a colormap sampled at ``SCALAR_LEVELS`` points ((254, 3|4) floats in 0..1)."""
+    """(256, 4) float32 palette from a colormap sampled at ``SCALAR_LEVELS`` points ((254, 3|4) floats in 0..1)."""
     cmap = np.asarray(colormap, np.float64)
     if cmap.shape[0] != SCALAR_LEVELS or cmap.shape[1] not in (3, 4):
         raise ValueError(f"colormap: must have {SCALAR_LEVELS} RGB(A) rows; got shape {cmap.shape}")
@@ -113,7 +114,12 @@ def scalar_palette(colormap: np.ndarray, highlight=(1.0, 1.0, 1.0, 1.0)) -> np.n
     table[:SCALAR_LEVELS] = cmap
     table[SCALAR_HIGHLIGHT] = highlight
     table[255] = cmap[-1]
-    return np.round(np.clip(table, 0, 1) * 255).astype(np.uint8)
+    return np.clip(table, 0, 1).astype(np.float32)
+
+
+def palette_bytes(palette: np.ndarray) -> np.ndarray:
+    """The uint8 RGBA a framebuffer holds for each palette colour."""
+    return np.round(np.asarray(palette, np.float64) * 255).astype(np.uint8)
 
 
 def interpolated_colormap(anchors) -> np.ndarray:

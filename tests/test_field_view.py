@@ -18,7 +18,7 @@ import pytest
 
 from latticelab.render import interop
 from latticelab.sim.models.ising import picture as ising
-from latticelab.sim.picture import (SCALAR_ENCODER, SCALAR_HIGHLIGHT, CellEncoder, Picture, encode_scalar,
+from latticelab.sim.picture import (SCALAR_ENCODER, SCALAR_HIGHLIGHT, CellEncoder, Picture, encode_scalar, palette_bytes,
                                     scalar_picture)
 
 SIZE = 200
@@ -80,7 +80,7 @@ def _pixels_at(image, canvas_xy):
 def _expected(picture, codes=None):
     """RGB (N, 3) of every cell in row-major order: the palette colour of its code."""
     codes = picture.codes() if codes is None else codes
-    return picture.palette[np.asarray(codes).ravel(), :3]
+    return palette_bytes(picture.palette)[np.asarray(codes).ravel(), :3]
 
 
 def _top_view(view):
@@ -185,13 +185,13 @@ def test_a_scalar_field_is_drawn_through_its_colormap_in_2d(view):
     assert view.value_range == (-1.0, 2.0)
     colours = _pixels_at(_render(view), view.world_to_canvas(_cell_centres((14, 14))))
     codes = encode_scalar(np, values, mask, None, -1.0, 2.0)
-    np.testing.assert_array_equal(colours, picture.palette[codes.ravel(), :3])
+    np.testing.assert_array_equal(colours, palette_bytes(picture.palette)[codes.ravel(), :3])
     # the colormap really varies over the field, the highlight colour is there, out-of-range cells clamp
     assert len(np.unique(colours, axis=0)) > 40
-    np.testing.assert_array_equal(colours[mask.ravel()], np.tile(picture.palette[SCALAR_HIGHLIGHT, :3],
+    np.testing.assert_array_equal(colours[mask.ravel()], np.tile(palette_bytes(picture.palette)[SCALAR_HIGHLIGHT, :3],
                                                                  (mask.sum(), 1)))
     below = (values < -1.0).ravel() & ~mask.ravel()
-    assert below.any() and (colours[below] == picture.palette[0, :3]).all()
+    assert below.any() and (colours[below] == palette_bytes(picture.palette)[0, :3]).all()
 
     # another colormap over another range: only the palette and the codes change
     picture = scalar_picture(np, values, 0.0, 1.0, "inferno")
@@ -303,7 +303,7 @@ def test_links_in_3d_follow_the_cube_and_the_unfolded_grid(view):
 
 def test_pictures_that_are_neither_images_nor_cubes_are_refused(view):
     raw = CellEncoder("raw", lambda xp, a0, a1, a2, f0, f1: a0)
-    palette = np.zeros((256, 4), np.uint8)
+    palette = np.zeros((256, 4), np.float32)
     for shape in ((5,), (2, 3, 4), (2, 2, 2, 2)):
         with pytest.raises(ValueError, match="picture"):
             view.show(Picture(np, shape, raw, (np.zeros(shape, np.uint8),), palette))
@@ -314,11 +314,11 @@ def test_raw_codes_with_any_palette_are_drawn_as_given(view):
     raw = CellEncoder("raw", lambda xp, a0, a1, a2, f0, f1: a0)
     codes = np.arange(256, dtype=np.uint8).reshape(16, 16)
     rng = np.random.default_rng(9)
-    palette = rng.integers(0, 256, (256, 4), dtype=np.uint8)
-    palette[:, 3] = 255
+    palette = rng.integers(0, 256, (256, 4)).astype(np.float32) / 255
+    palette[:, 3] = 1.0
     view.show(Picture(np, (16, 16), raw, (codes,), palette))
     colours = _pixels_at(_render(view), view.world_to_canvas(_cell_centres((16, 16))))
-    np.testing.assert_array_equal(colours, palette[codes.ravel(), :3])
+    np.testing.assert_array_equal(colours, palette_bytes(palette)[codes.ravel(), :3])
 
 
 def test_before_step_does_nothing_off_the_interop_path(view):
@@ -339,7 +339,8 @@ template <int WIDE>
 __global__ void codes_to_buffer(const void* a0, const void* a1, const void* a2, float f0, float f1,
                                 unsigned char* out, long long units)
 {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < units; i += (long long)gridDim.x * blockDim.x) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < units; i += stride) {
 #ifdef LATTICELAB_HAS_CELL_CODE4
         if (WIDE == 4) {
             const unsigned int code = cell_code4(i, a0, a1, a2, f0, f1);
@@ -369,8 +370,14 @@ template <typename T> void emulated_store(const T value, cudaSurfaceObject_t han
     }
     memcpy(s->data + ((long long)z * s->height + y) * s->width + x, &value, sizeof(T));
 }
-template <typename T> void surf2Dwrite(T value, cudaSurfaceObject_t s, int x, int y) { emulated_store(value, s, x, y, 0); }
-template <typename T> void surf3Dwrite(T value, cudaSurfaceObject_t s, int x, int y, int z) { emulated_store(value, s, x, y, z); }
+template <typename T> void surf2Dwrite(T value, cudaSurfaceObject_t s, int x, int y)
+{
+    emulated_store(value, s, x, y, 0);
+}
+template <typename T> void surf3Dwrite(T value, cudaSurfaceObject_t s, int x, int y, int z)
+{
+    emulated_store(value, s, x, y, z);
+}
 """
 
 
@@ -490,3 +497,54 @@ def test_kernel_arrays_are_generic_by_dtype():
     assert isinstance(null, np.uint64) and null == 0
     misaligned = np.zeros(13, np.int8)[1:].reshape(3, 4)
     assert interop.kernel_arrays(np, (misaligned, None, None))[1] is False
+
+
+@pytest.mark.parametrize("shape", [(6, 8), (5, 7), (3, 4, 12), (2, 5, 3)])
+def test_the_surface_copy_stores_the_array(emulator, shape):
+    """copy_to_surface (codes computed beforehand, e.g. by an encoder without a CUDA twin) on the emulator."""
+    texels = np.random.default_rng(sum(shape)).integers(0, 256, shape).astype(np.uint8)
+    depth, height, width = (1,) * (3 - len(shape)) + shape
+    out = np.full(texels.size, 0xEE, np.uint8)
+    surface = np.array([out.ctypes.data, width, height, depth, 0], np.int64)
+    wide = 4 if width % 4 == 0 else 1
+    units = texels.size // wide
+    kernel = interop.copy_module(emulator, EMULATED_SURFACE).get_function(f"copy_to_surface<{len(shape)}, {wide}>")
+    kernel((units // 64 + 1,), (64,), (texels, np.uint64(surface.ctypes.data), np.int32(width), np.int32(height),
+                                       np.int64(units)))
+    assert surface[4] == 0
+    np.testing.assert_array_equal(out.reshape(shape), texels)
+
+
+class _FakeDeviceArray:
+    """Stands in for a CuPy array where there is none: it has the CUDA array interface."""
+
+    def __init__(self, host):
+        self.host, self.shape, self.dtype, self.ndim = host, host.shape, host.dtype, host.ndim
+        self.__cuda_array_interface__ = {"shape": host.shape, "typestr": host.dtype.str, "version": 3,
+                                         "data": (0, False)}
+
+
+def test_an_encoder_whose_cuda_source_does_not_compile_is_logged_once_and_left_to_two_passes(
+        view, emulator, tmp_path, monkeypatch, caplog):
+    import logging
+    import types
+
+    broken = tmp_path / "broken_codes.cuh"
+    broken.write_text("__device__ unsigned char cell_code(long long i) { return undefined_name[i]; }\n")
+    encoder = CellEncoder("broken-for-the-test", lambda xp, a0, a1, a2, f0, f1: a0, broken)
+    codes = _FakeDeviceArray(np.zeros((8, 8), np.uint8))
+    picture = Picture(np, (8, 8), encoder, (codes,), np.zeros((256, 4), np.float32))
+    runtime = types.SimpleNamespace(cudaGraphicsRegisterFlags=types.SimpleNamespace(
+        cudaGraphicsRegisterFlagsSurfaceLoadStore=2))
+    monkeypatch.setattr(interop, "_cuda_modules", lambda: (emulator, runtime))
+    monkeypatch.setattr(interop.CanvasInterop, "_probe", lambda self: (True, "forced on for the test"))
+    monkeypatch.setattr(interop, "_uncompiled_encoders", set())
+    caplog.set_level(logging.INFO, logger=interop.__name__)
+    gpu = interop.interop_for(view.viewbox.canvas)
+    for _ in range(3):
+        assert gpu.try_picture(view.image.texture, picture) is False
+    warnings = [r.getMessage() for r in caplog.records if "one-pass texture writes off" in r.getMessage()]
+    assert len(warnings) == 1 and "broken-for-the-test" in warnings[0], warnings
+    assert gpu.enabled and gpu.uploads == {"interop": 0, "host": 0}  # the canvas keeps interop for the others
+    with pytest.raises(interop.InteropError, match="no CUDA source"):
+        interop.encoder_source(CellEncoder("none", encoder.encode))

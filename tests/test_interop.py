@@ -418,6 +418,88 @@ def test_kernel_writes_the_gl_buffer_in_place(canvas):
     assert np.array_equal(_render(canvas, program2, "points"), _pattern_rgba(np))
 
 
+def _device_pictures(cupy, shape):
+    """(name, picture) of every encoder with a CUDA twin, arrays on the GPU: Ising with and without masks, a
+    real field (float64, NaN and infinities included) with a highlight, and Ising spins that start one byte
+    past a 4-byte boundary (one cell a thread)."""
+    from latticelab.sim.models.ising.picture import ising_picture
+    from latticelab.sim.picture import scalar_picture
+
+    rng = np.random.default_rng(21)
+    spins = cupy.asarray(np.where(rng.random(shape) < 0.5, 1, -1).astype(np.int8))
+    flipped, rewired = (cupy.asarray(rng.random(shape) < q) for q in (0.2, 0.1))
+    values = rng.normal(0.0, 1.0, shape)
+    values.flat[:4] = (np.nan, np.inf, -np.inf, 1.5)
+    misaligned = cupy.empty(spins.size + 1, cupy.int8)[1:].reshape(shape)
+    misaligned[...] = spins
+    return [("ising", ising_picture(cupy, spins, flipped, rewired)),
+            ("ising without masks", ising_picture(cupy, spins)),
+            ("scalar", scalar_picture(cupy, cupy.asarray(values), -1.5, 1.5, highlight=flipped)),
+            ("ising, misaligned spins", ising_picture(cupy, misaligned, None, rewired))]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wide", [4, 1])
+def test_the_one_pass_kernel_writes_the_codes_of_the_picture_into_the_texture(canvas, monkeypatch, wide):
+    """render/interop.py: encode_into_texture -- the encoder's cell_code (or cell_code4) composed with the
+    surface writer -- stores exactly ``picture.codes()``, in 2D and 3D, four cells a thread or one."""
+    pytest.importorskip("OpenGL", reason="VisPy's Texture3D needs PyOpenGL")
+    import cupy
+    from vispy import gloo
+
+    gpu = _interop_canvas(canvas)
+    if wide == 1:  # as for arrays that do not start 4-byte aligned
+        kernel_arrays = interop.kernel_arrays
+        monkeypatch.setattr(interop, "kernel_arrays", lambda xp, arrays: (kernel_arrays(xp, arrays)[0], False))
+    widths = []
+    launch_encode = interop.launch_encode
+    monkeypatch.setattr(interop, "launch_encode", lambda *args: (widths.append(args[-1]), launch_encode(*args)))
+
+    for name, picture in _device_pictures(cupy, (H, W)):
+        texture = gloo.Texture2D(np.zeros((H, W, 1), np.uint8), format="red", internalformat="r8",
+                                 interpolation="nearest")
+        program = _quad_program(RED_FRAG, texture)
+        assert gpu.try_picture(texture, picture), name
+        expected = cupy.asnumpy(picture.codes())
+        assert len(np.unique(expected)) >= (2 if "without" in name else 4), name
+        np.testing.assert_array_equal(_render(canvas, program)[..., 0], expected, err_msg=name)
+        assert widths[-1] == (1 if "misaligned" in name else wide), name
+
+    D = 5
+    for name, picture in _device_pictures(cupy, (D, H, W)):
+        texture = gloo.Texture3D(np.zeros((D, H, W, 1), np.uint8), format="red", internalformat="r8",
+                                 interpolation="nearest")
+        program = _quad_program(SLICE_FRAG, texture)
+        assert gpu.try_picture(texture, picture), name
+        expected = cupy.asnumpy(picture.codes())
+        for z in range(D):
+            program["u_z"] = (z + 0.5) / D
+            np.testing.assert_array_equal(_render(canvas, program)[..., 0], expected[z], err_msg=f"{name}, z={z}")
+    assert gpu.uploads == {"interop": 8, "host": 0}
+
+
+@pytest.mark.gpu
+def test_a_picture_without_a_cuda_twin_is_encoded_first_then_copied(canvas):
+    import cupy
+    from vispy import gloo
+
+    from latticelab.render.upload import upload_codes
+    from latticelab.sim.picture import CellEncoder, Picture
+
+    gpu = _interop_canvas(canvas)
+    texture = gloo.Texture2D(np.zeros((H, W, 1), np.uint8), format="red", internalformat="r8",
+                             interpolation="nearest")
+    program = _quad_program(RED_FRAG, texture)
+    _render(canvas, program)  # VisPy creates the GL texture at the first draw: now the canvas owns it
+    codes = (cupy.arange(H * W, dtype=cupy.int32).reshape(H, W) * 29 % 256).astype(cupy.uint8)
+    raw = CellEncoder("raw", lambda xp, a0, a1, a2, f0, f1: a0)  # no cuda_source
+    picture = Picture(cupy, (H, W), raw, (codes,), np.zeros((256, 4), np.float32))
+    assert gpu.try_picture(texture, picture) is False
+    upload_codes(texture, picture)
+    np.testing.assert_array_equal(_render(canvas, program)[..., 0], cupy.asnumpy(codes))
+    assert gpu.uploads == {"interop": 1, "host": 0}
+
+
 def _free_device_memory() -> int:
     import cupy
     from cuda.bindings import runtime

@@ -172,3 +172,13 @@ def test_python_m_latticelab_runs():
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert "run" in result.stdout and "bench" in result.stdout
+
+
+def test_no_import_cycles():
+    """No module imports, directly or through others, a module that imports it back (imports inside functions
+    count too): each piece can be read, tested and replaced on its own."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("latticelab", include_external_packages=False)
+    cycles = sorted((a, b) for a in graph.modules for b in graph.find_modules_directly_imported_by(a)
+                    if graph.find_shortest_chain(importer=b, imported=a))
+    assert not cycles, f"import cycles: {cycles}"

@@ -4,14 +4,18 @@
 // (bench/NOTES.md, "Rendering").
 //
 // A texture of shape (D, H, W) -- D = 1 for a 2D texture -- is D*H rows of W texels. Unit i of a launch covers
-// WIDE consecutive texels of one row (WIDE = 4 when W % 4 == 0: one 32-bit load and one 32-bit surface store,
-// else WIDE = 1); launches are grid-stride loops over all units, so any size fits the grid.
+// WIDE consecutive texels of one row (WIDE = 4 when W % 4 == 0: one 32-bit surface store, else WIDE = 1);
+// launches are grid-stride loops over all units, so any size fits the grid.
 //
 // copy_to_surface:   texels from a C-contiguous uint8/int8 array of the texture's shape.
-// encode_to_surface: state codes computed from the simulation's arrays on the fly (render/upload.py encoding:
-//                    bit 0 spin up, bit 1 flipped in the last step, bit 2 site touched by rewiring), so the
-//                    colouring pass and the copy are one pass. Spins are int8 +-1: bit 1 of the byte is 0 for
-//                    +1 (0x01) and 1 for -1 (0xFF); flipped and rewired are bool bytes (0 or 1), or absent.
+// encode_to_surface: the byte codes of a model's picture (sim/picture.py), computed from the model's arrays on
+//                    the fly by the model's device function ``cell_code`` (WIDE = 1), or ``cell_code4`` for
+//                    four consecutive cells at once where the encoder defines LATTICELAB_HAS_CELL_CODE4
+//                    (WIDE = 4; else four ``cell_code`` calls packed into one 32-bit store), so encoding and
+//                    copy are one pass. render/interop.py compiles this file behind the encoder's source, with
+//                    LATTICELAB_CELL_CODE defined; alone it holds copy_to_surface only. The arrays arrive
+//                    C-contiguous, bool masks as one byte per cell (0 or 1), real arrays as float32, absent
+//                    ones as null pointers; for WIDE = 4 every array starts 4-byte aligned.
 
 template <int DIM, typename T>
 __device__ __forceinline__ void surface_store(const T value, const unsigned long long surface, const int x_bytes,
@@ -39,27 +43,36 @@ __global__ void copy_to_surface(const unsigned char* __restrict__ texels, const 
     }
 }
 
+#ifdef LATTICELAB_CELL_CODE
+// The codes of cells 4*i4 .. 4*i4+3, the first in the lowest byte (the texel at the lowest x).
+__device__ __forceinline__ unsigned int cell_codes_of_four(const long long i4, const void* a0, const void* a1,
+                                                           const void* a2, const float f0, const float f1)
+{
+#ifdef LATTICELAB_HAS_CELL_CODE4
+    return cell_code4(i4, a0, a1, a2, f0, f1);
+#else
+    const long long i = 4 * i4;
+    return (unsigned int)cell_code(i, a0, a1, a2, f0, f1)
+         | ((unsigned int)cell_code(i + 1, a0, a1, a2, f0, f1) << 8)
+         | ((unsigned int)cell_code(i + 2, a0, a1, a2, f0, f1) << 16)
+         | ((unsigned int)cell_code(i + 3, a0, a1, a2, f0, f1) << 24);
+#endif
+}
+
 template <int DIM, int WIDE>
-__global__ void encode_to_surface(const signed char* __restrict__ spins, const unsigned char* __restrict__ flipped,
-                                  const unsigned char* __restrict__ rewired, const int has_flipped,
-                                  const int has_rewired, const unsigned long long surface, const int width,
-                                  const int height, const long long units)
+__global__ void encode_to_surface(const void* __restrict__ a0, const void* __restrict__ a1,
+                                  const void* __restrict__ a2, const float f0, const float f1,
+                                  const unsigned long long surface, const int width, const int height,
+                                  const long long units)
 {
     const int per_row = width / WIDE;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < units; i += (long long)gridDim.x * blockDim.x) {
         const int x = (int)(i % per_row) * WIDE;
         const long long row = i / per_row;
-        if (WIDE == 4) {
-            const unsigned int s = reinterpret_cast<const unsigned int*>(spins)[i];
-            unsigned int code = (~s >> 1) & 0x01010101u;  // bit 0 of each byte: spin up
-            if (has_flipped) code |= (reinterpret_cast<const unsigned int*>(flipped)[i] & 0x01010101u) << 1;
-            if (has_rewired) code |= (reinterpret_cast<const unsigned int*>(rewired)[i] & 0x01010101u) << 2;
-            surface_store<DIM>(code, surface, x, row, height);
-        } else {
-            unsigned char code = spins[i] > 0 ? 1 : 0;
-            if (has_flipped && flipped[i]) code |= 2;
-            if (has_rewired && rewired[i]) code |= 4;
-            surface_store<DIM>(code, surface, x, row, height);
-        }
+        if (WIDE == 4)
+            surface_store<DIM>(cell_codes_of_four(i, a0, a1, a2, f0, f1), surface, x, row, height);
+        else
+            surface_store<DIM>(cell_code(i, a0, a1, a2, f0, f1), surface, x, row, height);
     }
 }
+#endif  // LATTICELAB_CELL_CODE

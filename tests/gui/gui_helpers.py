@@ -53,7 +53,7 @@ def pixels_at(image: np.ndarray, canvas_xy: np.ndarray) -> np.ndarray:
 def expected_rgb(codes, show_flipped=True, show_rewired=False, shade=1.0) -> np.ndarray:
     from latticelab.sim.models.ising.picture import palette
     table = palette(show_flipped, show_rewired)[:, :3].astype(float)
-    return np.round(table[np.asarray(codes).ravel()] * shade).astype(int)
+    return np.round(table[np.asarray(codes).ravel()] * 255 * shade).astype(int)
 
 
 def type_into(box, text) -> None:

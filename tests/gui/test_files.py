@@ -58,8 +58,9 @@ def test_cells_and_window_screenshots(make_window, tmp_path):
     assert cells.shape[:2] == (32, 32)
     from latticelab.sim.models.ising.picture import encode_codes as encode_state
     from latticelab.sim.models.ising.picture import palette
+    from latticelab.sim.picture import palette_bytes
     m = window.model
-    np.testing.assert_array_equal(cells, palette()[encode_state(np, m.spins, window.runner.highlight)])
+    np.testing.assert_array_equal(cells, palette_bytes(palette())[encode_state(np, m.spins, window.runner.highlight)])
     whole = _png(window.export_screenshot(tmp_path / "window.png", "window"))
     assert whole.shape[:2] == (window.height(), window.width())
     assert len(np.unique(whole.reshape(-1, whole.shape[-1]), axis=0)) > 10

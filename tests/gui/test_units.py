@@ -30,7 +30,9 @@ def test_encode_state_bits():
 
 def test_colour_table_follows_the_thesis_palette():
     table = palette.palette(show_flipped=True, show_rewired=True)
-    byte = view_palette.rgba_bytes
+
+    def byte(colour):
+        return np.asarray(colour, np.float32)
     assert (table[0] == byte(palette.SPIN_DOWN_COLOUR)).all() and (table[SPIN_UP] == byte(palette.SPIN_UP_COLOUR)).all()
     assert (table[FLIPPED] == byte(palette.FLIPPED_TO_DOWN)).all()         # darker green: flipped to down
     assert (table[FLIPPED | SPIN_UP] == byte(palette.FLIPPED_TO_UP)).all()  # grey: flipped to up

@@ -22,6 +22,7 @@ from latticelab.sim.rng import StreamRNG
 log = logging.getLogger(__name__)
 
 OBSERVATION_STREAMS = 2 ** 63  # stream numbers of observables that draw random bonds
+FIRST_RUN_STREAM = 1           # stream 0 builds the initial graph; the initial spins and the steps follow
 # Working set per site of the vectorised updates: spins, a float32 random, the field, masks and temporaries.
 BYTES_PER_SITE = 24
 
@@ -152,11 +153,11 @@ class IsingModel(Model):
         self._rewired_mask = None
 
     def reset(self, start: str | None = None, seed: int | None = None) -> None:
-        """New spins: "hot" (independent random) or "cold" (all up); a new seed restarts the random streams."""
+        """New spins: "hot" (independent random) or "cold" (all up). The random streams restart from the seed
+        (after stream 0, which built the first graph), so the same seed always gives the same run."""
         changes = {k: v for k, v in (("start", start), ("seed", seed)) if v is not None}
         new = self._params.replace(**changes) if changes else self._params
-        if new.seed != self._params.seed:
-            self._rng = StreamRNG(self.xp, new.seed)
+        self._rng = StreamRNG(self.xp, new.seed, FIRST_RUN_STREAM)
         self._params = new
         if new.start == "cold":
             host = np.ones(self.shape, dtype=np.int8)
