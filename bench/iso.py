@@ -26,7 +26,8 @@ import numpy as np
 from latticelab.sim.backend import select_backend
 from latticelab.bench.report import device_slug, git_commit
 from latticelab.sim.analysis.marching_cubes import marching_cubes
-from latticelab.sim.analysis.spectral import fft_magnitude, free_path
+from latticelab.sim.analysis.spectral import fft_magnitude
+from latticelab.sim.io import free_path
 
 log = logging.getLogger(__name__)
 

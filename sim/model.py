@@ -63,6 +63,34 @@ class Model(abc.ABC):
     def __init__(self, params: ModelParams, backend: str = "auto"):
         """Build the model from validated parameters on the chosen backend ("auto", "cuda", "numpy")."""
 
+    def _setup(self, params: ModelParams | None, backend: str, values: dict) -> ModelParams:
+        """The start of every model's ``__init__``: choose the backend (``xp``), and take ``params`` or build
+        them from keyword ``values`` through the schema (defaults suggested for this backend). Returns them."""
+        from latticelab.sim.backend import select_backend
+        from latticelab.sim.params import ParameterError
+        self._backend = select_backend(backend)
+        if params is None:
+            params = self.Params.create(gpu=self._backend.is_gpu, **values)
+        elif values:
+            raise TypeError("give either params or keyword values, not both")
+        elif not isinstance(params, self.Params):
+            raise ParameterError("params", f"must be {self.Params.__name__}; got {type(params).__name__}")
+        self.xp = self._backend.xp
+        self._params = params
+        return params
+
+    def _validated(self, applies: str, changes: dict) -> ModelParams:
+        """``changes`` checked against the schema for ``update`` (applies="live") or ``reset`` ("reset"): each
+        key a field that applies that way, each value valid with the others. Returns the new parameters; the
+        model is not touched."""
+        from latticelab.sim.params import ParameterError
+        schema = self.Params
+        wrong = [k for k in changes if k in schema.model_fields and k not in schema.names(applies)]
+        if wrong:
+            raise ParameterError(wrong[0], "cannot change on a running model; it needs a new model or a reset"
+                                 if applies == "live" else "is not applied at a reset")
+        return self._params.replace(**changes) if changes else self._params
+
     @classmethod
     def create(cls, backend: str = "auto", **values) -> "Model":
         """Build from plain values (defaults from the schema); bad values raise ParameterError."""
@@ -72,9 +100,9 @@ class Model(abc.ABC):
 
     # ---- parameters ---------------------------------------------------------------------------
     @property
-    @abc.abstractmethod
     def params(self) -> ModelParams:
         """The parameters the model runs with now."""
+        return self._params
 
     @abc.abstractmethod
     def update(self, **changes) -> None:
@@ -83,7 +111,8 @@ class Model(abc.ABC):
 
     @abc.abstractmethod
     def reset(self, **values) -> None:
-        """New initial state from the ``reset`` parameters given (others keep their values); step count 0."""
+        """New initial state from the ``reset`` parameters given (others keep their values); step count 0. The
+        random streams restart from the seed, so the same reset parameters give the same run."""
 
     # ---- dynamics -----------------------------------------------------------------------------
     @abc.abstractmethod
@@ -125,10 +154,18 @@ class Model(abc.ABC):
         """What the view draws (sim/picture.py ``Picture``): ``highlight`` is a bool mask of cells to
         highlight (or None), ``marks`` asks for the model's extra marks (rewired sites and links)."""
 
-    # ---- the backend --------------------------------------------------------------------------
+    # ---- the backend (set by ``_setup``) -------------------------------------------------------
     xp: Any                 # the array module (numpy or cupy)
-    backend_name: str       # "numpy" or "cuda"
-    device_name: str        # "CPU" or the CUDA device
+
+    @property
+    def backend_name(self) -> str:
+        """"numpy" or "cuda"."""
+        return self._backend.name
+
+    @property
+    def device_name(self) -> str:
+        """"CPU" or the CUDA device's name."""
+        return self._backend.device_name
 
     # ---- save / resume ------------------------------------------------------------------------
     @abc.abstractmethod

@@ -169,6 +169,21 @@ def test_runner_applies_live_changes_and_rebuilds_keeping_the_old_model_on_failu
 
 
 @pytest.mark.parametrize("name", MODELS)
+def test_a_reset_restarts_the_run_from_the_seed(name):
+    model = small(name, seed=4)
+    start = snapshot(model)
+    model.step(2)
+    model.reset()
+    assert model.step_count == 0
+    for key, array in snapshot(model).items():
+        np.testing.assert_array_equal(array, start[key], err_msg=key)
+    model.step(2)
+    again = small(name, seed=4)
+    again.step(2)
+    assert_same_fields(model, again)
+
+
+@pytest.mark.parametrize("name", MODELS)
 def test_update_refuses_parameters_that_are_not_live(name):
     model = small(name)
     for field, info in model.Params.fields().items():

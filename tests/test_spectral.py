@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from latticelab.sim.analysis import spectral
+from latticelab.sim.io import free_path
 from latticelab.sim.analysis.spectral import (SpectrumAccumulator, SpectrumRecord, fft_magnitude, spherical_mean,
                           zero_frequency_index)
 
@@ -132,7 +133,7 @@ def test_npz_export_reloads_equal_and_never_overwrites(tmp_path, record):
     with pytest.raises(FileExistsError):
         spectral.export(record, path, "npz")
     assert path.read_bytes() == before
-    assert spectral.free_path(path).name == "spec-1.npz"
+    assert free_path(path).name == "spec-1.npz"
 
 
 def test_csv_exports_reload_equal(tmp_path, record):

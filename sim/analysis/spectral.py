@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from latticelab.sim.backend import array_module, to_numpy
+from latticelab.sim.io import open_atomic
 
 NORMALISATIONS = ("sites", "max", "none")
 
@@ -241,25 +242,10 @@ class SpectrumRecord:
 EXPORT_KINDS = ("npz", "spherical-csv", "spectrum-csv")
 
 
-def free_path(path) -> Path:
-    """``path`` if nothing is there, else the first free ``stem-1.suffix``, ``stem-2.suffix``, ..."""
-    path = Path(path)
-    if not path.exists():
-        return path
-    for i in range(1, 100000):
-        candidate = path.with_name(f"{path.stem}-{i}{path.suffix}")
-        if not candidate.exists():
-            return candidate
-    raise FileExistsError(f"no free name next to {path}")
-
-
 def _open_new(path: Path, overwrite: bool, binary: bool):
-    """Open for writing; mode "x" makes the no-overwrite promise hold even against a racing writer."""
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists already; choose another name or allow overwriting")
+    """Open for writing through sim/io.py: atomically, and never over an existing file unless asked."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = ("w" if overwrite else "x") + ("b" if binary else "")
-    return open(path, mode) if binary else open(path, mode, newline="")
+    return open_atomic(path, overwrite=overwrite, binary=binary)
 
 
 def save_npz(record: SpectrumRecord, path, overwrite: bool = False) -> Path:

@@ -9,7 +9,7 @@ import logging
 
 import numpy as np
 
-from latticelab.sim.backend import select_backend, to_numpy
+from latticelab.sim.backend import to_numpy
 from latticelab.sim.memory import check_fits
 from latticelab.sim.model import Model, Observable
 from latticelab.sim.models.ising.engines import make_engine
@@ -48,17 +48,9 @@ class IsingModel(Model):
 
     def __init__(self, params: IsingParams | None = None, backend: str = "auto", *,
                  lattice: RewiredLattice | None = None, **values):
-        self._backend = select_backend(backend)
-        if params is None:
-            params = IsingParams.create(gpu=self._backend.is_gpu, **values)
-        elif values:
-            raise TypeError("give either params or keyword values, not both")
-        elif not isinstance(params, IsingParams):
-            raise ParameterError("params", f"must be IsingParams; got {type(params).__name__}")
-        self.xp = self._backend.xp
+        params = self._setup(params, backend, values)
         check_fits(BYTES_PER_SITE * params.L ** params.dim, self._backend, "L",
                    f"a {params.dim}D lattice of side {params.L}")
-        self._params = params
         self._schedule = parse_algorithm(params.algorithm)
         self._rng = StreamRNG(self.xp, params.seed)
         self._step_count = 0
@@ -67,18 +59,6 @@ class IsingModel(Model):
         self.reset()
 
     # ---- parameters -------------------------------------------------------------------------
-    @property
-    def params(self) -> IsingParams:
-        return self._params
-
-    @property
-    def backend_name(self) -> str:
-        return self._backend.name
-
-    @property
-    def device_name(self) -> str:
-        return self._backend.device_name
-
     @property
     def dim(self) -> int:
         return self._params.dim
@@ -130,10 +110,7 @@ class IsingModel(Model):
     def update(self, **changes) -> None:
         """Live changes: T, p, rewire_dims, algorithm. A new p or rewire_dims rebuilds the graph and keeps the
         spins. A bad value raises ParameterError and leaves the model as it was."""
-        not_live = [k for k in changes if k in IsingParams.model_fields and k not in IsingParams.names("live")]
-        if not_live:
-            raise ParameterError(not_live[0], "cannot change on a running model; it needs a new model or a reset")
-        new = self._params.replace(**changes)
+        new = self._validated("live", changes)
         if (new.p, new.rewire_dims) != (self.graph.p, self.graph.rewire_dims):
             self._build_graph(new.p, new.rewire_dims)
         if new.algorithm != self._params.algorithm:
@@ -155,8 +132,7 @@ class IsingModel(Model):
     def reset(self, start: str | None = None, seed: int | None = None) -> None:
         """New spins: "hot" (independent random) or "cold" (all up). The random streams restart from the seed
         (after stream 0, which built the first graph), so the same seed always gives the same run."""
-        changes = {k: v for k, v in (("start", start), ("seed", seed)) if v is not None}
-        new = self._params.replace(**changes) if changes else self._params
+        new = self._validated("reset", {k: v for k, v in (("start", start), ("seed", seed)) if v is not None})
         self._rng = StreamRNG(self.xp, new.seed, FIRST_RUN_STREAM)
         self._params = new
         if new.start == "cold":
