@@ -12,6 +12,8 @@ from latticelab.sim.params import ParameterError
 
 REGISTRY: dict[str, str] = {
     "ising": "latticelab.sim.models.ising.model:IsingModel",
+    "cahn-hilliard": "latticelab.sim.models.cahn_hilliard.model:CahnHilliardModel",
+    "cortex": "latticelab.sim.models.cortex.model:CortexModel",
 }
 
 _loaded: dict[str, type] = {}

@@ -54,3 +54,20 @@ def test_switching_models_while_running_keeps_each_models_parameters(make_window
     assert window.switch_model(first)
     assert window.model.name == first and window.runner.params.seed == 77   # remembered for this model
     assert not window.switch_model("no-such-model") and window.model.name == first
+
+
+@pytest.mark.skipif(len(MODELS) < 2, reason="needs two registered models")
+def test_loading_a_state_of_another_model_switches_to_it(make_window, tmp_path):
+    first, second = MODELS[0], MODELS[1]
+    window = make_window(model=second, **get_model(second).small_example)
+    window.step_once()
+    window.step_once()
+    path = window.save_state(tmp_path / "other.npz")
+    expected = {k: np.asarray(v).copy() for k, v in window.model.fields().items()}
+    assert window.switch_model(first) and window.model.name == first
+    assert window.load_state(path), window.last_error
+    assert window.model.name == second and window.model.step_count == 2
+    assert window.model_box.currentData() == second and get_model(second).title in window.windowTitle()
+    assert set(window.controls.form.fields) == set(get_model(second).Params.model_fields)
+    for key, value in window.model.fields().items():
+        np.testing.assert_array_equal(np.asarray(value), expected[key], err_msg=key)

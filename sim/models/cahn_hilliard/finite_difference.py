@@ -1,0 +1,130 @@
+"""Explicit finite differences for the Cahn-Hilliard equation with second-order Runge-Kutta (seed 001, 3.1.3).
+
+    mu        = -b phi + u phi^3 - K lap_h(phi)
+    half      = phi + (dt/2) m lap_h(mu(phi))          stage 1
+    phi_new   = phi + dt m lap_h(mu(half))             stage 2 (the midpoint rule)
+
+lap_h is the (2 dim + 1)-point Laplacian, periodic or mirror (zero-flux: the ghost cell beyond a wall equals
+the cell inside it). ``rk2_stage_twin`` is one stage in NumPy/CuPy array operations, in the same floating-point
+order as the fused CUDA kernel kernels/ch_rk2.cu (``CudaStage``), which the GPU path runs; tests compare them.
+
+The discrete free energy the scheme dissipates uses forward differences for the gradient (``gradient_energy``):
+sum over cell faces of (phi_right - phi_left)^2 / dx^2 equals -sum phi lap_h(phi) for both kinds of boundary,
+so F_h = sum(-b/2 phi^2 + u/4 phi^4 + K/2 |grad_h phi|^2) dx^d is the Lyapunov function of the semi-discrete flow.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from latticelab.sim.models.cahn_hilliard import KERNEL_DIR
+
+KERNEL_FILE = KERNEL_DIR / "ch_rk2.cu"
+THREADS = 256
+
+
+def _real(xp, dtype):
+    return np.float64 if np.dtype(dtype) == np.float64 else np.float32
+
+
+class Shifts:
+    """Neighbour values along each axis for one boundary kind: ``plus(p, a)[i] = p[i + e_a]``,
+    ``minus(p, a)[i] = p[i - e_a]`` (wrapped or mirrored)."""
+
+    def __init__(self, xp, shape, boundary: str):
+        self.xp, self.boundary = xp, boundary
+        if boundary == "mirror":
+            self._plus = [xp.asarray(np.minimum(np.arange(n) + 1, n - 1)) for n in shape]
+            self._minus = [xp.asarray(np.maximum(np.arange(n) - 1, 0)) for n in shape]
+
+    def plus(self, p, axis: int):
+        if self.boundary == "periodic":
+            return self.xp.roll(p, -1, axis)
+        return self.xp.take(p, self._plus[axis], axis=axis)
+
+    def minus(self, p, axis: int):
+        if self.boundary == "periodic":
+            return self.xp.roll(p, 1, axis)
+        return self.xp.take(p, self._minus[axis], axis=axis)
+
+    def neighbour_sum(self, p):
+        """Sum of the 2 dim neighbours, in the kernel's order (+axis0, -axis0, +axis1, ...)."""
+        s = None
+        for a in range(p.ndim):
+            for v in (self.plus(p, a), self.minus(p, a)):
+                s = v if s is None else s + v
+        return s
+
+    def laplacian(self, p, inv_dx2):
+        real = p.dtype.type
+        return (self.neighbour_sum(p) - real(2 * p.ndim) * p) * real(inv_dx2)
+
+
+def rk2_stage_twin(shifts: Shifts, base, evaluated, b, u, K, inv_dx2, hm):
+    """``base + hm * lap_h(mu(evaluated))``: one RK2 stage, the NumPy/CuPy twin of ch_rk2_stage."""
+    real = evaluated.dtype.type
+    b, u, K, inv_dx2, hm = real(b), real(u), real(K), real(inv_dx2), real(hm)
+    lap = shifts.laplacian(evaluated, inv_dx2)
+    mu = u * evaluated * evaluated * evaluated - b * evaluated - K * lap
+    lap_mu = (shifts.neighbour_sum(mu) - real(2 * evaluated.ndim) * mu) * inv_dx2
+    return base + hm * lap_mu
+
+
+def kernel_name(dtype, dim: int, boundary: str) -> str:
+    real = "double" if np.dtype(dtype) == np.float64 else "float"
+    return f"ch_rk2_stage<{real}, {dim}, {'true' if boundary == 'mirror' else 'false'}>"
+
+
+ALL_KERNELS = tuple(kernel_name(d, dim, bnd) for d in (np.float64, np.float32) for dim in (2, 3)
+                    for bnd in ("periodic", "mirror"))
+
+
+class CudaStage:
+    """The fused CUDA kernel of one RK2 stage (kernels/ch_rk2.cu) on CuPy or on the CPU emulator's xp."""
+
+    def __init__(self, xp, dtype, dim: int, boundary: str):
+        from latticelab.sim.gpu.kernels import get_kernel
+        self.xp, self.real = xp, _real(xp, dtype)
+        self.kernel = get_kernel(xp, KERNEL_FILE, kernel_name(dtype, dim, boundary), ALL_KERNELS)
+
+    def __call__(self, base, evaluated, out, b, u, K, inv_dx2, hm):
+        n = int(evaluated.size)
+        L = int(evaluated.shape[0])
+        r = self.real
+        self.kernel(((n + THREADS - 1) // THREADS,), (THREADS,),
+                    (base, evaluated, out, np.int32(L), r(b), r(u), r(K), r(inv_dx2), r(hm)))
+        return out
+
+
+class FiniteDifferenceStepper:
+    """RK2 steps of the field: the fused kernel on CuPy (``use_kernel``), else the array twin."""
+
+    def __init__(self, xp, shape, dtype, boundary: str, use_kernel: bool):
+        self.xp, self.shape, self.dtype, self.boundary = xp, tuple(shape), np.dtype(dtype), boundary
+        self.shifts = Shifts(xp, shape, boundary)
+        self.stage = CudaStage(xp, dtype, len(shape), boundary) if use_kernel else None
+        self._half = self._new = None
+
+    def step(self, phi, dt: float, m: float, b: float, u: float, K: float, dx: float):
+        """phi after one RK2 step of length dt (a new array; ``phi`` itself is not modified)."""
+        inv_dx2 = 1.0 / (dx * dx)
+        if self.stage is None:
+            half = rk2_stage_twin(self.shifts, phi, phi, b, u, K, inv_dx2, 0.5 * m * dt)
+            return rk2_stage_twin(self.shifts, phi, half, b, u, K, inv_dx2, m * dt)
+        if self._half is None:
+            self._half = self.xp.empty(self.shape, self.dtype)
+        half = self.stage(phi, phi, self._half, b, u, K, inv_dx2, 0.5 * m * dt)
+        new = self.xp.empty(self.shape, self.dtype)
+        return self.stage(phi, half, new, b, u, K, inv_dx2, m * dt)
+
+
+def gradient_energy(xp, phi, boundary: str, dx: float) -> float:
+    """sum over cell faces of (phi_right - phi_left)^2 / dx^2 (the walls of a mirror grid carry no face)."""
+    total = 0.0
+    for a in range(phi.ndim):
+        if boundary == "periodic":
+            d = xp.roll(phi, -1, a) - phi
+        else:
+            n = phi.shape[a]
+            d = xp.take(phi, xp.arange(1, n), axis=a) - xp.take(phi, xp.arange(0, n - 1), axis=a)
+        total += float((d.astype(xp.float64) ** 2).sum())
+    return total / (dx * dx)

@@ -1,0 +1,316 @@
+"""The Cahn-Hilliard model of phase separation (seed 001, section 3; seed 000, section 4):
+
+    dphi/dt = m lap( -b phi + u phi^3 - K lap phi ) [+ conserved thermal noise],   phi in [-1, 1]
+
+on an L^2 or L^3 grid of spacing dx, periodic or mirror (zero-flux), integrated by explicit finite differences
+with RK2 (finite_difference.py; the fused CUDA kernel kernels/ch_rk2.cu on a GPU) or by the semi-implicit
+stabilised spectral method (spectral.py; cuFFT on a GPU), optionally with adaptive steps.
+
+Observables: the free energy F = sum(-b/2 phi^2 + u/4 phi^4 + K/2 |grad phi|^2) dx^d (the gradient as the
+integrator discretises it: forward differences for finite differences, the spectral gradient for the spectral
+method; each integrator never increases its own F without noise), the total mass sum(phi) dx^d (conserved),
+the characteristic length 2 pi / k1 from the first moment k1 of the spherically averaged structure factor, and
+the time step.
+
+Thermal noise (Cahn-Hilliard-Cook): in each step phi gains dt-integrated random fluxes across every cell face,
+dphi_i = sigma sum_a (zeta_{a, i+1/2} - zeta_{a, i-1/2}), sigma = sqrt(2 m theta dt / dx^d) / dx, zeta standard
+normal (no flux through mirror walls); added after the finite-difference step, and on the explicit side of the
+spectral step, so that its implicit operator damps the short waves of the noise too. The mass is conserved
+exactly up to round-off and the discrete fluctuation-dissipation relation holds. The normals come from one random stream per step keyed by
+(seed, stream number) (sim/rng.py), so runs are reproducible and resume exactly.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.memory import check_fits
+from latticelab.sim.model import Model, Observable
+from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
+from latticelab.sim.models.cahn_hilliard.params import CahnHilliardParams, phase_amplitude
+from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi
+from latticelab.sim.models.cahn_hilliard.spectral import SpectralStepper, stabiliser
+from latticelab.sim.params import ParameterError
+from latticelab.sim.picture import scalar_picture
+from latticelab.sim.rng import StreamRNG
+
+BYTES_PER_CELL = 12        # working set in units of the field's item size (fields, stages, transforms)
+GROWTH, SHRINK = 1.1, 0.5  # adaptive steps change by at most these factors per step
+COUNTERS = ("step_count", "streams_used")
+
+
+class CahnHilliardModel(Model):
+    """Cahn-Hilliard phase separation in 2D or 3D: ``CahnHilliardModel(params, backend)`` or
+    ``CahnHilliardModel.create(backend="numpy", dim=2, L=128, integrator="spectral", ...)``."""
+
+    name = "cahn-hilliard"
+    title = "Cahn-Hilliard phase separation"
+    Params = CahnHilliardParams
+    declared_observables = (
+        Observable("free_energy", "free energy F"),
+        Observable("mass", "total mass sum(phi) dx^d"),
+        Observable("length", "characteristic length 2 pi / k1", log=True),
+        Observable("dt", "time step", log=True),
+    )
+    time_label = "simulated time"
+    state_format = 1
+    small_example = {"dim": 2, "L": 16, "dt": 0.01, "noise": 0.1, "thermal": 0.05}
+
+    def __init__(self, params: CahnHilliardParams | None = None, backend: str = "auto", **values):
+        params = self._setup(params, backend, values)
+        self.dtype = np.dtype(np.float64 if params.precision == "double" else np.float32)
+        check_fits(BYTES_PER_CELL * self.dtype.itemsize * params.L ** params.dim, self._backend, "L",
+                   f"a {params.dim}D grid of side {params.L}")
+        self._rng = StreamRNG(self.xp, params.seed)
+        self._fd = None
+        self._spectral = None
+        self._obs_cache = None
+        self.phi_hat = None
+        self.reset()
+
+    # ---- parameters -------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self._params.L,) * self._params.dim
+
+    @property
+    def step_count(self) -> int:
+        return self._step_count
+
+    @property
+    def time(self) -> float:
+        """Simulated time since the last reset."""
+        return self._time
+
+    @property
+    def dt_current(self) -> float:
+        """The step the next ``step`` takes (dt, or the adaptive step)."""
+        return self._dt_current
+
+    def update(self, **changes) -> None:
+        """Live changes: m, b, u, K, dt, integrator, time_step, dt_max, max_change, thermal. A bad value (a dt
+        above the finite-difference stability limit among them) raises ParameterError and changes nothing."""
+        new = self._validated("live", changes)
+        old = self._params
+        if new.integrator != old.integrator:
+            self.phi_hat = None
+            if new.integrator == "spectral":
+                self.phi_hat = self._spectral_stepper().forward(self.phi)
+        if new.dt != old.dt or new.time_step != old.time_step:
+            self._dt_current = new.dt
+        self._dt_current = min(max(self._dt_current, new.dt), new.dt_max)
+        self._params = new
+        self._obs_cache = None
+
+    def reset(self, **values) -> None:
+        """New initial field from phi0 and noise (or the preset); time and step count 0. A new seed restarts the
+        random streams, so the same values give the same run. Takes the ``reset`` parameters (phi0, noise,
+        preset, seed)."""
+        new = self._validated("reset", values)
+        self._rng = StreamRNG(self.xp, new.seed)
+        self._params = new
+        p = new
+        if p.preset != "none":
+            host = initial_phi(p.L, p.dx, p.boundary)
+        else:
+            r = self._rng.host_stream().random(self.shape) * 2.0 - 1.0
+            host = p.phi0 + p.noise * (r - r.mean())
+        self._set(self.xp.asarray(host.astype(self.dtype)))
+        self._time = 0.0
+        self._step_count = 0
+        self._dt_current = p.dt
+        self._last_dt = p.dt
+
+    def set_field(self, phi) -> None:
+        """Replace the field (any array of the grid's shape with finite values; e.g. a .npy file's); the clock,
+        step count and random streams are kept."""
+        host = np.asarray(to_numpy(phi), dtype=np.float64)
+        if host.shape != self.shape or not np.all(np.isfinite(host)):
+            raise ParameterError("field", f"must be finite numbers of shape {self.shape}; got shape {host.shape}")
+        self._set(self.xp.asarray(host.astype(self.dtype)))
+
+    def _set(self, phi) -> None:
+        self.phi = phi
+        self.phi_hat = self._spectral_stepper().forward(phi) if self._params.integrator == "spectral" else None
+        self._obs_cache = None
+
+    # ---- the integrators --------------------------------------------------------------------
+    def _fd_stepper(self) -> FiniteDifferenceStepper:
+        if self._fd is None:
+            self._fd = FiniteDifferenceStepper(self.xp, self.shape, self.dtype, self._params.boundary,
+                                               use_kernel=self._backend.is_gpu)
+        return self._fd
+
+    def _spectral_stepper(self) -> SpectralStepper:
+        if self._spectral is None:
+            self._spectral = SpectralStepper(self.xp, self.shape, self.dtype, self._params.boundary,
+                                             self._params.dx, gpu=self._backend.is_gpu)
+        return self._spectral
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` steps of the current time step (fixed, or adaptive for the spectral integrator)."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
+        for _ in range(int(n)):
+            self._advance(self._dt_current, adapt=True)
+
+    def advance_to(self, t: float) -> None:
+        """Step until the simulated time is exactly ``t`` (the last step shortened to land on it)."""
+        if not math.isfinite(t):
+            raise ParameterError("until", f"must be a finite time; got {t!r}")
+        while self._time < t:
+            remaining = t - self._time
+            if remaining <= 1e-12 * max(1.0, abs(t)):
+                self._time = float(t)
+                break
+            if remaining <= self._dt_current:
+                self._advance(remaining, adapt=False)
+                self._time = float(t)
+            else:
+                self._advance(self._dt_current, adapt=True)
+
+    def _advance(self, dt: float, adapt: bool) -> None:
+        p = self._params
+        adaptive = adapt and p.time_step == "adaptive" and p.integrator == "spectral"
+        old = self.phi
+        noise = self._thermal_increment(dt) if p.thermal > 0 else None
+        if p.integrator == "spectral":
+            self.phi, self.phi_hat = self._spectral_stepper().step(old, self.phi_hat, dt, p.m, p.b, p.u, p.K,
+                                                                   stabiliser(p.b, p.u), noise)
+        else:
+            self.phi = self._fd_stepper().step(old, dt, p.m, p.b, p.u, p.K, p.dx)
+            if noise is not None:
+                self.phi = self.phi + noise
+        if adaptive:     # the largest change relative to the field's amplitude (so the linear growth is resolved)
+            change = float(self.xp.abs(self.phi - old).max()) / max(0.5 * float(old.max() - old.min()), 1e-12)
+            factor = min(GROWTH, max(SHRINK, p.max_change / change)) if change > 0 else GROWTH
+            self._dt_current = min(p.dt_max, max(p.dt, self._dt_current * factor))
+        self._time += dt
+        self._last_dt = dt
+        self._step_count += 1
+        self._obs_cache = None
+
+    def _thermal_increment(self, dt: float):
+        """Conserved Cook noise for one step: the divergence of independent normal face fluxes."""
+        p, xp = self._params, self.xp
+        d = p.dim
+        sigma = math.sqrt(2.0 * p.m * p.thermal * dt / p.dx ** d) / p.dx
+        stream = self._rng.next_stream()
+        pairs = (d + 1) // 2
+        u1 = 1.0 - stream.random((pairs, *self.shape), dtype=np.float64)
+        u2 = stream.random((pairs, *self.shape), dtype=np.float64)
+        radius, angle = xp.sqrt(-2.0 * xp.log(u1)), 2.0 * math.pi * u2
+        normals = [radius[i] * f(angle[i]) for i in range(pairs) for f in (xp.cos, xp.sin)][:d]
+        total = None
+        for a, flux in enumerate(normals):
+            if p.boundary == "mirror":            # no flux through the walls: faces L-1/2 and -1/2 carry 0
+                last, first, head = [slice(None)] * d, [slice(None)] * d, [slice(None)] * d
+                last[a], first[a], head[a] = slice(-1, None), slice(0, 1), slice(0, -1)
+                flux[tuple(last)] = 0.0
+                before = xp.concatenate([xp.zeros_like(flux[tuple(first)]), flux[tuple(head)]], axis=a)
+            else:
+                before = xp.roll(flux, 1, a)
+            div = flux - before
+            total = div if total is None else total + div
+        return (sigma * total).astype(self.dtype)
+
+    # ---- measurements -----------------------------------------------------------------------
+    def observables(self) -> dict[str, float]:
+        key = (self._step_count, self._time)
+        if self._obs_cache is not None and self._obs_cache[0] == key:
+            return dict(self._obs_cache[1])
+        p, xp = self._params, self.xp
+        volume = p.dx ** p.dim
+        phi = self.phi.astype(xp.float64)
+        phi2 = phi * phi
+        bulk = float((-0.5 * p.b * phi2 + 0.25 * p.u * phi2 * phi2).sum())
+        if p.integrator == "spectral":
+            grad = self._spectral_stepper().gradient_energy(self.phi_hat)
+        else:
+            grad = gradient_energy(xp, self.phi, p.boundary, p.dx)
+        values = {"free_energy": (bulk + 0.5 * p.K * grad) * volume, "mass": float(phi.sum()) * volume,
+                  "length": self.characteristic_length(), "dt": float(self._last_dt)}
+        self._obs_cache = (key, values)
+        return dict(values)
+
+    def characteristic_length(self) -> float:
+        """2 pi / k1 with k1 = sum_k k S(k) / sum_k S(k) the first moment of the spherically averaged structure
+        factor S(k) (mean of |FFT phi|^2 over the shell |k|; k = 0 left out), in units of length; 0 for a
+        uniform field. Averaging over shells (the radial measure dk, not d^d k) keeps the Porod tail
+        S ~ k^-(d+1) of sharp interfaces from adding a logarithmic bias to the length."""
+        from latticelab.sim.analysis.spectral import fft_magnitude, spherical_mean_device
+        xp = self.xp
+        power = fft_magnitude(self.phi, xp, normalise="none") ** 2
+        weight, counts = spherical_mean_device(power, xp)
+        weight = xp.where(counts > 0, weight, 0.0)
+        total = float(weight.sum())
+        if not total > 0:
+            return 0.0
+        k_mean = float((weight * xp.arange(weight.size)).sum()) / total       # in mode numbers
+        return self._params.L * self._params.dx / k_mean if k_mean > 0 else 0.0
+
+    def fields(self) -> dict:
+        return {"phi": self.phi}
+
+    def picture(self, highlight=None, marks: bool = False):
+        a = phase_amplitude(self._params.b, self._params.u)
+        return scalar_picture(self.xp, self.phi, -a, a, "coolwarm", highlight)
+
+    # ---- save / resume ----------------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The field (and its transform, for the spectral integrator), the clock and the stream position."""
+        hat = to_numpy(self.phi_hat).copy() if self.phi_hat is not None else np.zeros(0, self.dtype)
+        return {"phi": to_numpy(self.phi).copy(), "phi_hat": hat, "time": np.float64(self._time),
+                "dt_current": np.float64(self._dt_current), "last_dt": np.float64(self._last_dt),
+                "step_count": np.int64(self._step_count), "streams_used": np.int64(self._rng.streams_used)}
+
+    @classmethod
+    def from_state(cls, params: CahnHilliardParams, arrays: dict, backend: str = "auto") -> "CahnHilliardModel":
+        """Rebuild from validated parameters and ``get_state()`` arrays (damaged arrays raise
+        ParameterError('state', ...)): the constructor builds the model, then field, clock and streams are put
+        back."""
+        model = cls(params, backend=backend)
+        s = _validate_state(model, arrays)
+        model._rng = StreamRNG(model.xp, params.seed, s["streams_used"])
+        model.phi = model.xp.asarray(s["phi"])
+        model.phi_hat = model.xp.asarray(s["phi_hat"]) if params.integrator == "spectral" else None
+        model._time, model._dt_current, model._last_dt = s["time"], s["dt_current"], s["last_dt"]
+        model._step_count = s["step_count"]
+        model._obs_cache = None
+        return model
+
+
+def _bad(detail: str) -> ParameterError:
+    return ParameterError("state", f"the saved state is damaged or not a latticelab Cahn-Hilliard state: {detail}")
+
+
+def _validate_state(model: CahnHilliardModel, state) -> dict:
+    try:
+        out = {}
+        for key in COUNTERS:
+            value = np.asarray(state[key])
+            if value.shape != () or value.dtype.kind not in "iu" or int(value) < 0:
+                raise _bad(f"{key} must be a non-negative integer")
+            out[key] = int(value)
+        for key in ("time", "dt_current", "last_dt"):
+            value = np.asarray(state[key])
+            if value.shape != () or value.dtype.kind != "f" or not math.isfinite(float(value)) or float(value) < 0:
+                raise _bad(f"{key} must be a finite non-negative number")
+            out[key] = float(value)
+        phi, hat = np.asarray(state["phi"]), np.asarray(state["phi_hat"])
+    except KeyError as exc:
+        raise _bad(f"missing field {exc.args[0]!r}") from None
+    except ParameterError:
+        raise
+    except Exception as exc:   # unreadable arrays, wrong types, truncated archives
+        raise _bad(f"{type(exc).__name__}: {exc}") from None
+    if phi.shape != model.shape or phi.dtype != model.dtype or not np.all(np.isfinite(phi)):
+        raise _bad(f"phi must be finite {model.dtype} of shape {model.shape}")
+    if model.params.integrator == "spectral":
+        expected = model._spectral_stepper().forward(model.xp.asarray(phi))
+        if hat.shape != tuple(expected.shape) or hat.dtype != expected.dtype or not np.all(np.isfinite(hat)):
+            raise _bad(f"phi_hat must be finite {expected.dtype} of shape {tuple(expected.shape)}")
+    out["phi"], out["phi_hat"] = np.ascontiguousarray(phi), np.ascontiguousarray(hat)
+    return out

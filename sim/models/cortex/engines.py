@@ -1,0 +1,251 @@
+"""The two phases of a step of the cortical model (thesis 003, Algorithms 60 to 62), in NumPy and as CUDA
+kernels (kernels/phase1.cu, kernels/phase2.cu) that compute the same numbers bit for bit.
+
+A step at step index s (0, 1, ...):
+    phase 1   every neuron: input I, reset if it fired, one Euler step, the delayed input of ring slot
+              (ev_idx - delay) added and cleared, cap at 30 mV, fired = (v == 30); EEG partial sums
+    ev_idx    += 1 (mod EV_MAX)
+    phase 2   every neuron counts its firing sources per type and adds count W(t) to ring slots ev_idx + t
+
+so a spike fired in step s is felt by a receiver with delay D in steps s + D + 1 + t, t = 0 .. w-1, with
+amplitude W(t) = A exp(-t / tau) of the source's type.
+
+``CortexState`` holds the arrays on the model's device; ``NumpyPhases`` and ``CudaPhases`` update it in place.
+``CudaPhases`` runs on CuPy or on the CPU emulator of the kernels (sim/gpu/emulate.py), whose arrays are NumPy's.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from latticelab.sim.gpu.philox import split64
+from latticelab.sim.models.cortex.network import CONSTANTS
+from latticelab.sim.models.cortex.numbers import TAG_INPUT, normal_pair, threshold32, words
+
+KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+W_MAX = 60                 # longest washout table (thesis: compile-time W_max)
+EV_MAX = 75                # extra-volts ring length: W_MAX + the longest delay (15)
+V_PEAK = 30.0              # mV: the cap, and the mark of a firing neuron
+THREADS = 256
+UNROLL = 4
+
+
+class WashoutCutWarning(UserWarning):
+    """3 x the larger effective tau exceeds the longest washout table: the PSPs are cut off early."""
+
+
+@dataclass
+class Inputs:
+    """The per-step constants of phase 1 (float32, as the kernel receives them)."""
+    current: tuple[np.float32, np.float32]     # effective I of excitatory, inhibitory neurons
+    noise: tuple[np.float32, np.float32]
+    boost: np.float32
+    boost_threshold: int                       # boosted when its word 2 < this (0: never; at most 2^32 - 1)
+
+    @classmethod
+    def from_params(cls, params) -> "Inputs":
+        eff = params.effective()
+        f = np.float32
+        return cls((f(eff["e"]["I"]), f(eff["i"]["I"])), (f(eff["e"]["n"]), f(eff["i"]["n"])), f(params.boost),
+                   min(threshold32(params.boost_fraction), 2 ** 32 - 1))
+
+
+def washout_length(params) -> tuple[int, bool]:
+    """(w, cut): w = min(W_MAX, ceil(3 max(tau_e_eff, tau_i_eff))) steps (Algorithm 60; at least 1), and whether
+    the W_MAX cap cut it."""
+    eff = params.effective()
+    wanted = 3.0 * max(eff["e"]["tau"], eff["i"]["tau"])
+    w = max(1, min(W_MAX, math.ceil(wanted - 1e-9)))
+    return w, wanted > W_MAX + 1e-9
+
+
+def washout_tables(params, warn: bool = True) -> tuple[np.ndarray, int]:
+    """(table, w): float32 (2, W_MAX) with W_e(t) = A_e_eff exp(-t / tau_e_eff) and W_i(t) likewise for
+    t < w, zero beyond; w as ``washout_length``. Warns (WashoutCutWarning) when the cap cuts the tables."""
+    w, cut = washout_length(params)
+    if cut and warn:
+        eff = params.effective()
+        warnings.warn(f"washout: 3 x the effective tau ({3 * max(eff['e']['tau'], eff['i']['tau']):g} ms) exceeds "
+                      f"the longest washout table ({W_MAX} steps); post-synaptic potentials are cut off after "
+                      f"{W_MAX} ms", WashoutCutWarning, stacklevel=3)
+    eff = params.effective()
+    t = np.arange(W_MAX, dtype=np.float64)
+    table = np.zeros((2, W_MAX), np.float32)
+    table[0, :w] = eff["e"]["A"] * np.exp(-t[:w] / eff["e"]["tau"])
+    table[1, :w] = eff["i"]["A"] * np.exp(-t[:w] / eff["i"]["tau"])
+    return table, w
+
+
+@dataclass
+class CortexState:
+    """The arrays of a running network (on the model's device) and the ring position."""
+    L: int
+    k: int
+    sources: Any       # int32 (k, N)
+    data: Any          # uint8 (N,): bit 0 fired in the last step, bit 1 type (1 inhibitory)
+    tv: Any            # float32 (2, N)
+    delay: Any         # uint8 (N,)
+    v: Any             # float32 (N,)
+    u: Any             # float32 (N,)
+    ev: Any            # float32 (EV_MAX, N)
+    ev_idx: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.L * self.L
+
+
+# ---- NumPy ------------------------------------------------------------------------------------------------------
+def izhikevich_step(v, u, a, b, c, d, I, extra):
+    """One step of Algorithm 61 for float32 arrays: reset where v >= 30 (v = c, u += d), Euler step of
+    v' = 0.04 v^2 + 5 v + 140 - u + I, u' = a (b v - u), add ``extra`` (the delayed input), cap at 30.
+    Returns (v, u, fired). The float32 operations in the kernel's order."""
+    f = np.float32
+    reset = ~(v < f(V_PEAK))
+    u = np.where(reset, u + d, u).astype(f)
+    v = np.where(reset, c, v).astype(f)
+    dv = f(0.04) * v * v
+    dv = dv + f(5.0) * v
+    dv = dv + f(140.0)
+    dv = dv - u
+    dv = dv + I
+    du = a * (b * v - u)
+    nv = (v + dv) + extra
+    nv = np.where(nv > f(V_PEAK), f(V_PEAK), nv).astype(f)
+    return nv, (u + du).astype(f), ~(nv < f(V_PEAK))
+
+
+def input_current(seed: int, step: int, n: int, types, inputs: Inputs) -> np.ndarray:
+    """float32 (N,): I = I_type + n_type z + boost, at least 0; z and the boost draw from (neuron, TAG_INPUT,
+    step) -- the twin of phase1.cu's input."""
+    w = words(seed, TAG_INPUT, np.arange(n), *split64(step))
+    z = normal_pair(w[0], w[1])[0].astype(np.float32)
+    inh = types == 1
+    base = np.where(inh, inputs.current[1], inputs.current[0]).astype(np.float32)
+    noise = np.where(inh, inputs.noise[1], inputs.noise[0]).astype(np.float32)
+    boost = np.where(w[2].astype(np.uint64) < np.uint64(inputs.boost_threshold), inputs.boost,
+                     np.float32(0)).astype(np.float32)
+    I = (base + z * noise) + boost
+    return np.where(I > np.float32(0), I, np.float32(0)).astype(np.float32)
+
+
+class NumpyPhases:
+    """The two phases on NumPy arrays (the reference the kernels are compared with)."""
+
+    xp = np
+
+    def phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs) -> np.ndarray:
+        """Phase 1 in place; returns float64 [sum of excitatory v, firing excitatory, firing inhibitory]."""
+        n = s.n
+        types = (s.data >> 1) & 1
+        I = input_current(seed, step, n, types, inputs)
+        inh = types == 1
+        f = np.float32
+        a = np.where(inh, s.tv[0], f(CONSTANTS["a_e"])).astype(f)
+        b = np.where(inh, s.tv[1], f(CONSTANTS["b_e"])).astype(f)
+        c = np.where(inh, f(CONSTANTS["c_i"]), s.tv[0]).astype(f)
+        d = np.where(inh, f(CONSTANTS["d_i"]), s.tv[1]).astype(f)
+        slot = (s.ev_idx - s.delay.astype(np.int64)) % EV_MAX
+        cells = np.arange(n)
+        extra = s.ev[slot, cells]
+        v, u, fired = izhikevich_step(s.v, s.u, a, b, c, d, I, extra)
+        s.v[:], s.u[:] = v, u
+        s.ev[slot, cells] = 0
+        s.data[:] = (types << 1) | fired
+        exc = ~inh
+        return np.array([v[exc].astype(np.float64).sum(), np.count_nonzero(fired & exc),
+                         np.count_nonzero(fired & inh)], np.float64)
+
+    def phase2(self, s: CortexState, table: np.ndarray, w: int) -> None:
+        """Phase 2 in place: count the firing sources per type, add their washout to the next w ring slots.
+
+        The counts are the kernel's (integers, so the order does not matter), found from the other side: the
+        receivers of the few firing neurons, from an outgoing-edge index built once per network."""
+        out = self._outgoing(s)
+        count_e = self._count(out, np.flatnonzero(s.data == 1), s.n)
+        count_i = self._count(out, np.flatnonzero(s.data == 3), s.n)
+        cells = np.flatnonzero(count_e | count_i)
+        if cells.size == 0:
+            return
+        fe = count_e[cells].astype(np.float32)
+        fi = count_i[cells].astype(np.float32)
+        rows = ((s.ev_idx + np.arange(w)) % EV_MAX)[:, None]
+        ring = s.ev[rows, cells[None, :]]
+        ring = ring + fe[None, :] * table[0, :w, None]
+        ring = ring + fi[None, :] * table[1, :w, None]
+        s.ev[rows, cells[None, :]] = ring
+
+    @staticmethod
+    def _count(out, firing: np.ndarray, n: int) -> np.ndarray:
+        offsets, receivers = out
+        starts, ends = offsets[firing], offsets[firing + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(n, np.int64)
+        index = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        return np.bincount(receivers[index], minlength=n)
+
+    def _outgoing(self, s: CortexState):
+        """(offsets, receivers): the receivers of source q are receivers[offsets[q]:offsets[q + 1]]."""
+        cache = getattr(self, "_out_cache", None)
+        if cache is None or cache[0] is not s.sources:
+            flat = s.sources.reshape(-1)
+            order = np.argsort(flat, kind="stable")
+            offsets = np.concatenate([[0], np.cumsum(np.bincount(flat, minlength=s.n))]).astype(np.int64)
+            cache = (s.sources, (offsets, (order % s.n).astype(np.int32)))
+            self._out_cache = cache
+        return cache[1]
+
+
+# ---- CUDA (CuPy, or the CPU emulator) ---------------------------------------------------------------------------
+def grid_for(count: int, threads: int = THREADS, most: int = 65535) -> int:
+    return max(1, min(most, (count + threads - 1) // threads))
+
+
+class CudaPhases:
+    """The two phases as kernels/phase1.cu and kernels/phase2.cu on ``xp`` (CuPy or the emulator's stand-in)."""
+
+    def __init__(self, xp, threads: int = THREADS, blocks: int | None = None):
+        from latticelab.sim.gpu.kernels import get_kernel
+        self.xp = xp
+        self.threads = threads
+        self.blocks = blocks          # None: enough for one neuron per thread (at most 65535 blocks)
+        p1 = f"cortex_phase1<{threads}>"
+        p2 = f"cortex_phase2<{threads}, {UNROLL}>"
+        self._phase1 = get_kernel(xp, KERNEL_DIR / "phase1.cu", p1, (p1,))
+        self._phase2 = get_kernel(xp, KERNEL_DIR / "phase2.cu", p2, (p2,))
+        self._partials = None
+        self._table = None
+        self._table_host = None
+
+    def _grid(self, n: int) -> int:
+        return self.blocks or grid_for(n, self.threads)
+
+    def phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs):
+        """Phase 1 in place; returns the three sums as a device array (float64 [3])."""
+        xp = self.xp
+        grid = self._grid(s.n)
+        if self._partials is None or self._partials.size != 3 * grid:
+            self._partials = xp.zeros(3 * grid, xp.float64)
+        seed_lo, seed_hi = split64(seed)
+        step_lo, step_hi = split64(step)
+        u32, f32 = np.uint32, np.float32
+        self._phase1((grid,), (self.threads,), (
+            s.v, s.u, s.data, s.tv, s.delay, s.ev, self._partials, np.int32(s.n), np.int32(s.ev_idx),
+            u32(seed_lo), u32(seed_hi), u32(step_lo), u32(step_hi), f32(inputs.current[0]), f32(inputs.current[1]),
+            f32(inputs.noise[0]), f32(inputs.noise[1]), f32(inputs.boost), u32(inputs.boost_threshold)))
+        return self._partials.reshape(3, grid).sum(axis=1)
+
+    def phase2(self, s: CortexState, table: np.ndarray, w: int) -> None:
+        xp = self.xp
+        if self._table_host is None or not np.array_equal(self._table_host, table):
+            self._table_host = np.array(table, np.float32, copy=True)
+            self._table = xp.asarray(self._table_host.reshape(-1))
+        self._phase2((self._grid(s.n),), (self.threads,), (
+            s.sources, s.data, s.ev, self._table, np.int32(s.n), np.int32(s.k), np.int32(s.ev_idx), np.int32(w)))

@@ -1,0 +1,265 @@
+"""The cortical spiking network of thesis 003, chapter 8, on the model protocol (sim/model.py).
+
+``CortexModel`` builds the network from the seed (network.py), keeps its arrays on the chosen device
+(engines.CortexState) and steps it with the NumPy phases or, on CuPy, the CUDA kernels (engines.py). Each
+step also records the pseudo-EEG (mean membrane potential of the excitatory neurons, mV) and the fractions
+of firing excitatory and inhibitory neurons in a ring of recent steps on the device (``trace``), so a batch run or
+a plot dock can take many steps' values in one copy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.gpu.kernels import get_kernel
+from latticelab.sim.gpu.philox import split64
+from latticelab.sim.memory import check_fits
+from latticelab.sim.model import Model, Observable
+from latticelab.sim.models.cortex.engines import (EV_MAX, KERNEL_DIR, V_PEAK, CortexState, CudaPhases, Inputs,
+                                                  NumpyPhases, grid_for, washout_tables)
+from latticelab.sim.models.cortex.network import connect, dynamics, make_neurons
+from latticelab.sim.models.cortex.params import CortexParams
+from latticelab.sim.params import ParameterError
+from latticelab.sim.picture import scalar_picture
+
+V_LOW, V_HIGH = -80.0, 30.0         # the picture's range (mV)
+TRACE_STEPS = 16384                 # steps of EEG and firing fractions kept on the device
+
+
+def bytes_per_neuron(k: int) -> int:
+    """Device memory per neuron: sources 4k, ring 4 EV_MAX, v, u, tv 16, data and delay 2, NumPy temporaries."""
+    return 4 * k + 4 * EV_MAX + 18 + 16
+
+
+class CortexModel(Model):
+    """Izhikevich neurons on a periodic L x L grid with k incoming connections each (thesis 003, chapter 8).
+
+    ``CortexModel(params)`` or ``CortexModel(L=64, k=50, r=8, backend="numpy")`` (keywords checked by the
+    schema, CortexParams). One step is 1 ms.
+    """
+
+    name = "cortex"
+    title = "Cortical spiking network"
+    Params = CortexParams
+    declared_observables = (
+        Observable("eeg", "pseudo-EEG (mean excitatory v)", unit="mV"),
+        Observable("firing_e", "excitatory firing fraction", spread=True),
+        Observable("firing_i", "inhibitory firing fraction"),
+    )
+    time_label = "time (ms)"
+    state_format = 1
+    small_example = {"L": 16, "k": 10, "r": 4}
+
+    def __init__(self, params: CortexParams | None = None, backend: str = "auto", *, phases=None, **values):
+        params = self._setup(params, backend, values)
+        check_fits(bytes_per_neuron(params.k) * params.L ** 2, self._backend, "L",
+                   f"a network of {params.L ** 2:,} neurons with in-degree {params.k}")
+        if phases is None:
+            phases = CudaPhases(self.xp) if self._backend.is_gpu else NumpyPhases()
+        self._phases = phases
+        self.reset()
+
+    # ---- parameters -------------------------------------------------------------------------
+    @property
+    def L(self) -> int:
+        return self._params.L
+
+    @property
+    def n_neurons(self) -> int:
+        return self._params.L ** 2
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.L, self.L)
+
+    @property
+    def step_count(self) -> int:
+        return self._step_count
+
+    def update(self, **changes) -> None:
+        """Live changes: inputs, noise, boost, A, tau and the drug factors. A bad value raises ParameterError
+        and leaves the model as it was. A washout longer than 60 steps is cut (with a WashoutCutWarning)."""
+        self._params = self._validated("live", changes)
+        self._apply_inputs()
+
+    def _apply_inputs(self) -> None:
+        self._inputs = Inputs.from_params(self._params)
+        self._table, self._w = washout_tables(self._params)
+
+    def reset(self, seed: int | None = None) -> None:
+        """A new network and initial state from the seed (types, dynamics, delays, connections, potentials)."""
+        self._params = self._validated("reset", {} if seed is None else {"seed": seed})
+        p = self._params
+        xp = self.xp
+        neurons = make_neurons(p.seed, p.L ** 2, p.excitatory_fraction)
+        self._types = neurons.types
+        self.state = CortexState(
+            L=p.L, k=p.k, sources=self._make_sources(), data=xp.asarray(neurons.types << 1),
+            tv=xp.asarray(neurons.tv), delay=xp.asarray(neurons.delay), v=xp.asarray(neurons.v),
+            u=xp.asarray(neurons.u), ev=xp.zeros((EV_MAX, p.L ** 2), xp.float32), ev_idx=0)
+        self._n_exc = int(np.count_nonzero(neurons.types == 0))
+        self._n_inh = p.L ** 2 - self._n_exc
+        self._scale = np.array([1.0 / max(self._n_exc, 1), 1.0 / max(self._n_exc, 1), 1.0 / max(self._n_inh, 1)])
+        self._scale_device = None
+        self._step_count = 0
+        self._trace = xp.zeros((TRACE_STEPS, 4), xp.float64)
+        self._probe = 0
+        self._last = xp.asarray(self._sums_to_observables(np.array(
+            [float(neurons.v[neurons.types == 0].astype(np.float64).sum()), 0.0, 0.0])))
+        self._drained = 0
+        self._apply_inputs()
+
+    def _make_sources(self):
+        p = self._params
+        if isinstance(self._phases, CudaPhases):
+            xp = self._phases.xp
+            name = "cortex_connect<256>"
+            kernel = get_kernel(xp, KERNEL_DIR / "connect.cu", name, (name,))
+            sources = xp.empty((p.k, p.L ** 2), xp.int32)
+            lo, hi = split64(p.seed)
+            kernel((grid_for(p.k * p.L ** 2),), (256,), (sources, np.int32(p.L), np.int32(p.k), np.int32(p.r),
+                                                         np.float64(p.r / 3.0), np.uint32(lo), np.uint32(hi)))
+            return sources
+        return self.xp.asarray(connect(p.seed, p.L, p.k, p.r))
+
+    def _sums_to_observables(self, sums):
+        """[eeg, firing_e, firing_i] from [sum of excitatory v, firing excitatory, firing inhibitory]."""
+        if isinstance(sums, np.ndarray):
+            return sums * self._scale
+        if self._scale_device is None:
+            self._scale_device = self._phases.xp.asarray(self._scale)
+        return sums * self._scale_device
+
+    # ---- dynamics ---------------------------------------------------------------------------
+    def step(self, n: int = 1) -> None:
+        """Advance n steps of 1 ms (phase 1, ring index + 1, phase 2 each; Algorithm 60)."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
+        s, seed = self.state, self._params.seed
+        for _ in range(int(n)):
+            sums = self._phases.phase1(s, seed, self._step_count, self._inputs)
+            s.ev_idx = (s.ev_idx + 1) % EV_MAX
+            self._phases.phase2(s, self._table, self._w)
+            self._last = self._sums_to_observables(sums)
+            slot = self._step_count % TRACE_STEPS
+            self._trace[slot, :3] = self._last
+            self._trace[slot, 3] = s.v[self._probe]
+            self._step_count += 1
+
+    def changed(self):
+        """Neurons that fired in the last step."""
+        return self.fired
+
+    @property
+    def fired(self):
+        return ((self.state.data & 1) == 1).reshape(self.shape)
+
+    @property
+    def v(self):
+        return self.state.v.reshape(self.shape)
+
+    # ---- measurements -----------------------------------------------------------------------
+    def observables(self) -> dict[str, float]:
+        """Pseudo-EEG (mV) and the firing fractions of the excitatory and inhibitory neurons in the last step."""
+        eeg, fe, fi = (float(x) for x in to_numpy(self._last))
+        return {"eeg": eeg, "firing_e": fe, "firing_i": fi}
+
+    @property
+    def probe(self) -> int:
+        """The neuron whose membrane potential ``trace`` records (a neuron picked in the view)."""
+        return self._probe
+
+    @probe.setter
+    def probe(self, index: int) -> None:
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.n_neurons:
+            raise ParameterError("probe", f"must be a neuron index in [0, {self.n_neurons - 1}]; got {index!r}")
+        self._probe = int(index)
+
+    def trace(self, since: int | None = None) -> np.ndarray:
+        """Host (m, 5) array of [time in ms after the step, eeg, firing_e, firing_i, v of the probe neuron] for the
+        steps after ``since`` (default: after the last ``trace`` call), at most the last TRACE_STEPS steps; one
+        copy from the device."""
+        start = self._drained if since is None else int(since)
+        start = max(start, self._step_count - TRACE_STEPS, 0)
+        self._drained = self._step_count
+        steps = np.arange(start, self._step_count)
+        if not steps.size:
+            return np.zeros((0, 5))
+        rows = to_numpy(self._trace[self.xp.asarray(steps % TRACE_STEPS)])
+        return np.column_stack([steps + 1, rows])
+
+    def fields(self) -> dict:
+        return {"v": self.v, "fired": self.fired}
+
+    def neuron(self, index: int) -> dict:
+        """One neuron, for a plot of its potential: type, a, b, c, d, delay, v and u now (one small copy)."""
+        if not 0 <= int(index) < self.n_neurons:
+            raise ParameterError("neuron", f"must be an index in [0, {self.n_neurons - 1}]; got {index!r}")
+        i = int(index)
+        tv = to_numpy(self.state.tv[:, i])
+        a, b, c, d = (float(x[0]) for x in dynamics(self._types[i:i + 1], tv[:, None]))
+        return {"index": i, "x": i % self.L, "y": i // self.L,
+                "type": "inhibitory" if self._types[i] else "excitatory", "a": a, "b": b, "c": c, "d": d,
+                "delay": int(to_numpy(self.state.delay[i:i + 1])[0]), "v": float(to_numpy(self.state.v[i:i + 1])[0]),
+                "u": float(to_numpy(self.state.u[i:i + 1])[0])}
+
+    def effective(self) -> dict:
+        """Base and drug-modified A, tau, I and noise per type, and the washout length in use."""
+        return {**self._params.effective(), "w": self._w}
+
+    def edges(self) -> np.ndarray:
+        """(N k, 2) int64 [source, receiver] of every connection (host; large: N k rows)."""
+        sources = to_numpy(self.state.sources)
+        receivers = np.broadcast_to(np.arange(self.n_neurons), sources.shape)
+        return np.column_stack([sources.reshape(-1).astype(np.int64), receivers.reshape(-1).astype(np.int64)])
+
+    def picture(self, highlight=None, marks: bool = False):
+        """Membrane potential from -80 to 30 mV through 'inferno'; highlighted cells (the runner passes the
+        neurons that fired since the last frame) in white."""
+        return scalar_picture(self.xp, self.v, V_LOW, V_HIGH, "inferno", highlight)
+
+    # ---- save / resume ----------------------------------------------------------------------
+    def get_state(self) -> dict:
+        """The dynamic arrays (potentials, recovery, fired bits, the ring of pending PSPs) and counters; the
+        network itself is rebuilt from the seed, and its types are kept to check that."""
+        s = self.state
+        return {"step_count": np.int64(self._step_count), "ev_idx": np.int64(s.ev_idx),
+                "v": to_numpy(s.v).copy(), "u": to_numpy(s.u).copy(), "data": to_numpy(s.data).copy(),
+                "ev": to_numpy(s.ev).copy(), "last": to_numpy(self._last).astype(np.float64).copy()}
+
+    @classmethod
+    def from_state(cls, params: CortexParams, arrays: dict, backend: str = "auto") -> "CortexModel":
+        """Rebuild from validated parameters and ``get_state()`` arrays; damaged arrays raise
+        ParameterError('state', ...)."""
+        n = params.L ** 2
+        expected = {"step_count": ((), np.integer), "ev_idx": ((), np.integer), "v": ((n,), np.float32),
+                    "u": ((n,), np.float32), "data": ((n,), np.uint8), "ev": ((EV_MAX, n), np.float32),
+                    "last": ((3,), np.float64)}
+        values = {}
+        for key, (shape, kind) in expected.items():
+            if key not in arrays:
+                raise ParameterError("state", f"the saved state has no {key!r}")
+            a = np.asarray(arrays[key])
+            ok = a.shape == shape and (np.issubdtype(a.dtype, kind) if kind is np.integer else a.dtype == kind)
+            if not ok:
+                wanted = "an integer" if kind is np.integer else np.dtype(kind).name
+                raise ParameterError("state", f"{key!r} should be {wanted} of shape {shape}; got {a.dtype} {a.shape}")
+            values[key] = a
+        step_count, ev_idx = int(values["step_count"]), int(values["ev_idx"])
+        if step_count < 0 or not 0 <= ev_idx < EV_MAX or step_count % EV_MAX != ev_idx:
+            raise ParameterError("state", f"step_count {step_count} and ev_idx {ev_idx} do not match")
+        if not (np.all(np.isfinite(values["v"])) and np.all(np.isfinite(values["u"]))
+                and np.all(np.isfinite(values["ev"])) and np.all(values["v"] <= V_PEAK)):
+            raise ParameterError("state", "the membrane potentials or the pending inputs are not finite numbers "
+                                          f"<= {V_PEAK} mV")
+        model = cls(params, backend=backend)
+        if not np.array_equal(values["data"] >> 1, model._types):
+            raise ParameterError("state", "the neuron types differ from those the seed gives: the state was saved "
+                                          "by a different network")
+        xp, s = model.xp, model.state
+        s.v, s.u, s.data, s.ev = (xp.asarray(values[k]) for k in ("v", "u", "data", "ev"))
+        s.ev_idx = ev_idx
+        model._step_count = step_count
+        model._last = xp.asarray(values["last"])
+        model._drained = step_count
+        return model
