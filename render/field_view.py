@@ -21,7 +21,8 @@ from vispy import scene
 
 from latticelab.render import interop, palette
 from latticelab.render.unfold import UnfoldLayout
-from latticelab.render.upload import to_host, upload_palette
+from latticelab.render.upload import upload_palette
+from latticelab.sim.backend import to_numpy
 from latticelab.render.visuals import FieldCube, FieldImage, LinkGeometry, UnfoldedField, code_texture, palette_texture
 
 MODES_3D = ("cube", "unfold")
@@ -104,7 +105,7 @@ class FieldView:
             interop.interop_for(canvas).acquire()
 
     def _set_palette(self, colours) -> None:
-        host = np.ascontiguousarray(to_host(colours), np.float32)
+        host = np.ascontiguousarray(to_numpy(colours), np.float32)
         data = host.tobytes()
         if data != self._palette:  # 4 KiB compared: cheaper than any upload, and most frames keep the palette
             upload_palette(self.palette_texture, host)
@@ -118,7 +119,7 @@ class FieldView:
         if links is self._links_source and shape == self._links_source_shape:
             return False
         self._links_source, self._links_source_shape = links, shape
-        edges = np.zeros((0, 2), np.int64) if links is None else to_host(links).astype(np.int64).reshape(-1, 2)
+        edges = np.zeros((0, 2), np.int64) if links is None else to_numpy(links).astype(np.int64).reshape(-1, 2)
         self.links_total = len(edges)
         if len(edges) > MAX_LINKS_DRAWN:  # an even subsample keeps the picture representative
             edges = edges[np.linspace(0, len(edges) - 1, MAX_LINKS_DRAWN).astype(np.int64)]

@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from latticelab.sim.backend import to_numpy
+
 log = logging.getLogger(__name__)
 
 GL_TEXTURE_2D = 0x0DE1
@@ -89,14 +91,6 @@ def _stream_handle():
 
 def _is_device_array(data) -> bool:
     return hasattr(data, "__cuda_array_interface__") and not isinstance(data, np.ndarray)
-
-
-def _to_host(data) -> np.ndarray:
-    if isinstance(data, np.ndarray):
-        return data
-    if hasattr(data, "get"):  # cupy.ndarray
-        return data.get()
-    return np.asarray(data)
 
 
 _live_resources = 0  # registered and not yet unregistered, process-wide (for leak checks)
@@ -770,14 +764,14 @@ class CanvasInterop:
         """``try_texture``, else a host upload (``set_data``). Returns the path taken: "interop" or "host"."""
         if self.try_texture(texture, data):
             return "interop"
-        texture.set_data(_to_host(data))
+        texture.set_data(to_numpy(data))
         return "host"
 
     def upload_buffer(self, buffer, data, offset: int = 0) -> str:
         """``try_buffer``, else a host upload. Returns the path taken: "interop" or "host"."""
         if self.try_buffer(buffer, data, offset):
             return "interop"
-        host = _to_host(data)
+        host = to_numpy(data)
         if offset == 0 and host.nbytes != buffer.nbytes:
             buffer.set_data(host)
         else:
@@ -825,7 +819,7 @@ class CanvasInterop:
             shadow = xp.zeros(shape, dtype)
             self._shadows[buffer.id] = shadow
         yield shadow
-        buffer.set_subdata(_to_host(shadow), offset=0)
+        buffer.set_subdata(to_numpy(shadow), offset=0)
         self.uploads["host"] += 1
 
 

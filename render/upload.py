@@ -14,15 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from latticelab.render import interop
+from latticelab.sim.backend import to_numpy
 
 PALETTE_SIZE = 256
-
-
-def to_host(array) -> np.ndarray:
-    """A C-contiguous NumPy copy of a NumPy or CuPy array (NumPy input is not copied when it can be used)."""
-    if not isinstance(array, np.ndarray):
-        array = array.get()
-    return np.ascontiguousarray(array)
 
 
 def upload_texture(texture, array) -> None:
@@ -34,7 +28,7 @@ def upload_texture(texture, array) -> None:
         raise ValueError(f"array: a {texture._ndim}D texture needs a {texture._ndim}D array; got shape {array.shape}")
     if interop.try_upload_texture(texture, array):  # CuPy on a CUDA-GL canvas: device-to-device, no host copy
         return
-    host = to_host(array)[..., np.newaxis]
+    host = to_numpy(array)[..., np.newaxis]
     if tuple(texture.shape) != host.shape:
         texture.resize(host.shape)
     texture.set_data(host)
@@ -55,7 +49,7 @@ def upload_codes(texture, picture) -> None:
 
 def upload_palette(texture, palette) -> None:
     """A (256, 4) float RGBA palette (0..1) into a 256 x 1 float RGBA texture (host memory: it is 4 KiB)."""
-    host = np.ascontiguousarray(to_host(palette), np.float32)
+    host = np.ascontiguousarray(to_numpy(palette), np.float32)
     if host.shape != (PALETTE_SIZE, 4):
         raise ValueError(f"palette: must be ({PALETTE_SIZE}, 4) float; got {host.dtype} {host.shape}")
     texture.set_data(host[np.newaxis])
@@ -67,7 +61,7 @@ def upload_buffer(vbo, array) -> None:
         device = array.astype("float32", copy=False)
         if interop.try_upload_buffer(vbo, device[:, None] if device.ndim == 1 else device):
             return
-    host = to_host(array).astype(np.float32, copy=False)
+    host = to_numpy(array).astype(np.float32, copy=False)
     if host.ndim == 1:
         host = host[:, np.newaxis]
     vbo.set_data(host)

@@ -97,7 +97,9 @@ def to_numpy(array) -> numpy.ndarray:
     takes): CuPy arrays are copied to the host; NumPy input is returned as it is when already C-contiguous
     (so callers that will modify the result and need their own copy call ``.copy()``)."""
     if not isinstance(array, numpy.ndarray):
-        array = array.get() if array_module(array) is not numpy else numpy.asarray(array)
+        on_device = array_module(array) is not numpy or (
+            hasattr(array, "__cuda_array_interface__") and hasattr(array, "get"))   # CuPy-like device arrays
+        array = array.get() if on_device else numpy.asarray(array)
     if array.flags.c_contiguous:
         return array
     return numpy.ascontiguousarray(array)

@@ -193,10 +193,6 @@ class HasGraph(Protocol):
         """(E, 2) flat cell indices of the model's current interaction graph (host)."""
 
 
-def capabilities(model) -> tuple[str, ...]:
-    return tuple(name for name, proto in (("clusters", HasClusters), ("graph", HasGraph))
-                 if isinstance(model, proto))
-
 
 def main_field(model) -> tuple[str, object]:
     """(name, array) of the model's main field: the first of ``fields()``."""

@@ -97,12 +97,12 @@ def test_bad_shapes_and_methods_are_named():
 
 def test_model_spins_and_graph():
     ising = pytest.importorskip("latticelab.sim.models.ising.model")
-    from latticelab.sim.models.ising.clusters import cluster_sizes_of_model
     m = ising.IsingModel(dim=3, L=8, T=4.5, p=0.1, rewire_dims="x", seed=2, backend="numpy")
     m.step(3)
-    sizes = cluster_sizes_of_model(m)
+    sizes = m.cluster_size_groups()      # the HasClusters capability the spectral dock uses
     np.testing.assert_array_equal(label_like_spin_clusters(m.spins, m.graph), bfs_labels(m.spins, m.graph))
-    assert sizes[1].sum() + sizes[-1].sum() == m.n_sites
+    assert sizes["up"].sum() + sizes["down"].sum() == m.n_sites
+    assert sizes["up"].sum() == (m.spins > 0).sum()
 
 
 @pytest.mark.gpu

@@ -91,7 +91,3 @@ def cluster_sizes(spins, lattice: RewiredLattice, method: str = "auto") -> dict[
         out[value] = np.sort(to_numpy(sizes[spin_of_root == value]).astype(np.int64))[::-1]
     return out
 
-
-def cluster_sizes_of_model(model, method: str = "auto") -> dict[int, np.ndarray]:
-    """Cluster sizes of an ``IsingModel`` (its spins on its device, its rewired graph)."""
-    return cluster_sizes(model.spins, model.graph, method)
