@@ -19,7 +19,7 @@ import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 from vispy import scene
 
-from latticelab.app import spectral_panel
+from latticelab.app import graph_panel, spectral_panel
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons
@@ -73,6 +73,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._build_actions()
         self._build_status_bar()
         spectral_panel.install(self)   # spectrum dock (issue 6), a tab beside the live plots
+        graph_panel.install(self)      # graph dock (issue 12): the model's graph measured, for HasGraph models
 
         self.timer = QtCore.QTimer(self, interval=FRAME_INTERVAL_MS)
         self.timer.timeout.connect(self._frame)

@@ -14,6 +14,7 @@ BENCHMARKS = {
     "render": ("render", "full frames through CUDA-OpenGL interop against host uploads (CUDA GPU)"),
     "cpu": ("cpu", "the NumPy path's Metropolis sweeps against a plain vectorised NumPy checkerboard"),
     "iso": ("iso", "iso-surfaces of a 3D spectrum: GPU marching cubes against scikit-image"),
+    "graph": ("graph", "clustering coefficients of Watts-Strogatz graphs and the rewired lattice (GPU) against CPU"),
 }
 
 

@@ -65,6 +65,9 @@ class ModelParams(pydantic.BaseModel):
     # remembered or suggested values.
     model_name: ClassVar[str] = ""
     variant_fields: ClassVar[tuple[str, ...]] = ()
+    # The field that rewires the model's graph (a probability in [0, 1]), for the small-world curve of the Graph
+    # dock (sim/analysis/graph.py), or None.
+    rewiring_field: ClassVar[str | None] = None
 
     @pydantic.field_validator("*", mode="before")
     @classmethod

@@ -23,6 +23,7 @@ class IsingParams(ModelParams):
 
     model_name = "ising"
     variant_fields = ("dim",)
+    rewiring_field = "p"
 
     dim: int = param(2, label="Dimension", help="2 or 3", choices=(2, 3), applies="rebuild", widget="dimension")
     L: int = param(512, label="Size L", help="lattice side (even, >= 4); default 512 (2D) / 64 (3D) on the CPU, "

@@ -1,0 +1,267 @@
+"""The Graph dock (issue 12): network measures of the running model's interaction graph -- Newman's C, the mean
+local and square clustering, the mean path length, components, the degree distribution -- and the small-world
+curve (clustering and path length relative to p = 0 against p) for the current geometry.
+
+Any model with the ``HasGraph`` capability (sim/model.py) is measured; for others the dock says so and its
+controls are disabled. The curve needs the model's schema to name its rewiring parameter
+(``Params.rewiring_field``); the models at other p are built through the registry-generic
+``type(model).create`` (sim/analysis/graph.py ``curve_for``).
+
+All graph work runs in a worker QThread: the window only hands it the edges (read on the GUI thread, so the
+running model is never touched from another thread) or the model's class and parameters, and draws what
+comes back, point by point. Installed with one line: ``graph_panel.install(window)``.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Callable
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+from vispy import scene
+
+from latticelab.render.graph_plots import DegreePlot, SmallWorldPlot
+from latticelab.render.plots import one_font_manager
+from latticelab.sim.analysis import graph as G
+from latticelab.sim.model import HasGraph
+
+log = logging.getLogger(__name__)
+
+EXACT_PATH_LIMIT = 2000   # vertices: exact mean path length up to this size, else sampled sources
+PATH_SAMPLES = 32
+
+
+class Worker(QtCore.QThread):
+    """Runs ``job(emit, cancelled)`` off the GUI thread; ``emit(obj)`` sends ``progress``, the return value
+    ``done``, an exception ``failed`` (as text)."""
+    progress = QtCore.Signal(object)
+    done = QtCore.Signal(object)
+    failed = QtCore.Signal(str)
+
+    def __init__(self, job: Callable, parent=None):
+        super().__init__(parent)
+        self.job = job
+        self._cancel = False
+
+    def cancel(self) -> None:
+        self._cancel = True
+
+    def run(self) -> None:
+        try:
+            result = self.job(self.progress.emit, lambda: self._cancel)
+        except Exception as exc:  # reported in the dock; the window goes on
+            log.exception("graph worker")
+            self.failed.emit(f"{type(exc).__name__}: {exc}")
+            return
+        self.done.emit(result)
+
+
+def measure_edges(n: int, edges, xp=np, samples: int | None = None) -> dict:
+    """Everything the dock shows about one graph (runs in the worker)."""
+    g = G.from_edges(n, edges, xp=xp)
+    comps = G.components(g)
+    result = {"n": g.n, "edges": g.n_edges, "clustering": G.clustering(g), "histogram": G.degree_histogram(g),
+              "components": comps, "path": None}
+    if comps.sizes[0] >= 2:
+        result["path"] = G.mean_path_length(g, samples=samples)
+    return result
+
+
+def describe(result: dict) -> str:
+    c: G.Clustering = result["clustering"]
+    comps: G.Components = result["components"]
+    path: G.PathLength | None = result["path"]
+    lines = [f"{result['n']:,} vertices, {result['edges']:,} edges; {comps.count:,} component"
+             f"{'s' if comps.count != 1 else ''} (largest {int(comps.sizes[0]):,})",
+             f"C (Newman) = {c.newman:.4f}   mean local C = {c.mean_local:.4f}   square C4 = {c.mean_square:.4f}"
+             + ("   [bipartite: no triangles, C4 measures clustering]" if c.bipartite else "")]
+    if path is not None:
+        err = "exact" if path.exact else f"± {path.error:.3f} from {path.sources} sources"
+        lines.append(f"mean path length l = {path.mean:.3f} ({err})")
+    return "\n".join(lines)
+
+
+class GraphPanel(QtWidgets.QDockWidget):
+    def __init__(self, model_source: Callable[[], object], parent=None, probabilities=None,
+                 curve_samples: int | None = PATH_SAMPLES):
+        super().__init__("Graph", parent, objectName="graph_dock")
+        self.model_source = model_source
+        self.probabilities = G.default_probabilities(9) if probabilities is None else probabilities
+        self.curve_samples = curve_samples
+        self.result = None
+        self.curve: G.SmallWorldCurve | None = None
+        self.last_error = ""
+        self._identity = None
+        self._measure_worker: Worker | None = None
+        self._curve_worker: Worker | None = None
+        with one_font_manager():
+            self._build()
+        self.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, self.refresh))
+        self.timer = QtCore.QTimer(self, interval=500)
+        self.timer.timeout.connect(self.refresh)
+        self.timer.start()
+
+    def _build(self) -> None:
+        body = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(body)
+        layout.setContentsMargins(4, 4, 4, 4)
+        self.info = QtWidgets.QLabel("", objectName="graph_info", wordWrap=True)
+        self.info.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+        self.info.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.info)
+        self.canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0), size=(700, 320),
+                                        show=False)
+        self.canvas.native.setObjectName("graph_canvas")
+        self.canvas.native.setMinimumSize(320, 200)
+        grid = self.canvas.central_widget.add_grid(spacing=4, margin=4)
+        self.degree_plot = DegreePlot(grid.add_grid(row=0, col=0))
+        self.curve_plot = SmallWorldPlot(grid.add_grid(row=0, col=1))
+        layout.addWidget(self.canvas.native, 1)
+        row = QtWidgets.QHBoxLayout()
+        self.measure_button = QtWidgets.QPushButton("Measure now", objectName="graph_measure")
+        self.measure_button.clicked.connect(lambda: self.refresh(force=True))
+        self.curve_button = QtWidgets.QPushButton("Small-world curve", objectName="graph_curve")
+        self.curve_button.setToolTip("Clustering and path length relative to p = 0, for this geometry at other "
+                                     "rewiring probabilities (computed in the background)")
+        self.curve_button.clicked.connect(self.start_curve)
+        self.stop_button = QtWidgets.QPushButton("Stop", objectName="graph_stop", enabled=False)
+        self.stop_button.clicked.connect(self.stop_curve)
+        for w in (self.measure_button, self.curve_button, self.stop_button):
+            row.addWidget(w)
+        row.addStretch(1)
+        layout.addLayout(row)
+        self.curve_info = QtWidgets.QLabel("", objectName="graph_curve_info", wordWrap=True)
+        layout.addWidget(self.curve_info)
+        self.setWidget(body)
+
+    # ---- the current graph -------------------------------------------------------------------------------
+    def _model(self):
+        try:
+            return self.model_source()
+        except Exception:
+            return None
+
+    def on_screen(self) -> bool:
+        return self.isVisible() and not self.visibleRegion().isEmpty()
+
+    def refresh(self, force: bool = False) -> bool:
+        """Start measuring the model's graph in the worker when it changed (or when forced) and the dock is
+        shown; returns whether a measurement started."""
+        model = self._model()
+        if model is None or not (force or self.on_screen()):
+            return False
+        has_graph = isinstance(model, HasGraph)
+        self.measure_button.setEnabled(has_graph)
+        self.curve_button.setEnabled(has_graph and G.rewiring_field(model) is not None
+                                     and self._curve_worker is None)
+        if not has_graph:
+            self.info.setText(f"{model.title}: no interaction graph to analyse")
+            self._identity = None
+            return False
+        identity = (id(model), model.params)
+        if (identity == self._identity and not force) or self._measure_worker is not None:
+            return False
+        self._identity = identity
+        n = int(math.prod(model.shape))
+        edges = model.edges()                      # read here, on the GUI thread
+        xp = getattr(model, "xp", np)
+        samples = None if n <= EXACT_PATH_LIMIT else PATH_SAMPLES
+        self.info.setText(self.info.text() or "measuring…")
+        worker = Worker(lambda emit, cancelled: measure_edges(n, edges, xp, samples), self)
+        worker.done.connect(self._measured)
+        worker.failed.connect(self._failed)
+        worker.finished.connect(lambda: setattr(self, "_measure_worker", None))
+        self._measure_worker = worker
+        worker.start()
+        return True
+
+    def _measured(self, result: dict) -> None:
+        self.result = result
+        self.info.setText(describe(result))
+        self.degree_plot.set_data(result["histogram"])
+        self.canvas.update()
+
+    def _failed(self, text: str) -> None:
+        self.last_error = text
+        self.info.setText(f"graph analysis failed: {text}")
+
+    # ---- the small-world curve ---------------------------------------------------------------------------
+    def start_curve(self) -> bool:
+        model = self._model()
+        if model is None or self._curve_worker is not None or G.rewiring_field(model) is None:
+            return False
+        cls, params = type(model), dict(model.params.model_dump())
+        backend = getattr(model, "backend_name", "numpy")
+        self._current_p = float(params[G.rewiring_field(model)])
+        probabilities, samples = list(self.probabilities), self.curve_samples
+        self.curve = None
+        self.curve_plot.set_data([], [], [], self._current_p)
+        self.curve_info.setText("small-world curve: building p = 0 …")
+
+        def job(emit, cancelled):
+            return G.curve_for(cls, params, backend, probabilities, samples,
+                               on_point=lambda c: emit(G.SmallWorldCurve(c.field, c.measure, c.reference,
+                                                                         list(c.points))),
+                               cancelled=cancelled)
+
+        worker = Worker(job, self)
+        worker.progress.connect(self._curve_point)
+        worker.failed.connect(self._failed)
+        worker.finished.connect(self._curve_finished)
+        self._curve_worker = worker
+        self.curve_button.setEnabled(False)
+        self.stop_button.setEnabled(True)
+        worker.start()
+        return True
+
+    def _curve_point(self, curve: G.SmallWorldCurve) -> None:
+        self.curve = curve
+        p, c, l_ = curve.ratios()
+        self.curve_plot.set_data(p, c, l_, self._current_p)
+        self.canvas.update()
+        name = "square clustering C4" if curve.measure == "square" else "Newman's C"
+        self.curve_info.setText(f"small-world curve ({name}, {curve.field}): {len(curve.points)} of "
+                                f"{len(self.probabilities)} points")
+
+    def stop_curve(self) -> None:
+        if self._curve_worker is not None:
+            self._curve_worker.cancel()
+
+    def _curve_finished(self) -> None:
+        self._curve_worker = None
+        self.stop_button.setEnabled(False)
+        self.curve_button.setEnabled(True)
+
+    def shutdown(self) -> None:
+        """Cancel and wait for the workers (the window is closing)."""
+        self.timer.stop()
+        for worker in (self._curve_worker, self._measure_worker):
+            if worker is not None:
+                worker.cancel()
+                worker.wait()
+
+    def closeEvent(self, event) -> None:
+        self.shutdown()
+        super().closeEvent(event)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QtCore.QEvent.Type.Close and watched is self.parent():
+            self.shutdown()
+        return False
+
+
+def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> GraphPanel:
+    """Add the dock to a main window with a ``model`` attribute; a tab beside the live plots when present."""
+    panel = GraphPanel(lambda: window.model, parent=window)
+    window.addDockWidget(area, panel)
+    plots = getattr(window, "plot_dock", None)
+    if isinstance(plots, QtWidgets.QDockWidget):
+        window.tabifyDockWidget(plots, panel)
+        plots.raise_()
+    window.installEventFilter(panel)   # the window closing stops the workers first
+    window.graph_panel = panel
+    app = QtWidgets.QApplication.instance()
+    if app is not None:
+        app.aboutToQuit.connect(panel.shutdown)
+    return panel

@@ -1,0 +1,71 @@
+"""The Graph dock in the real main window (under Xvfb): the current graph's numbers, and the small-world curve
+arriving point by point from a worker thread while the event loop keeps running."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from latticelab.app.graph_panel import GraphPanel  # noqa: E402
+from latticelab.sim.analysis import graph as G  # noqa: E402
+
+
+def show_panel(window, qtbot) -> GraphPanel:
+    panel = window.findChild(GraphPanel)
+    assert panel is not None and window.graph_panel is panel
+    panel.show()
+    panel.raise_()
+    qtbot.wait(50)
+    return panel
+
+
+def test_graph_tab_shows_the_numbers(make_window, qtbot):
+    window = make_window(L=16, p=0.0, seed=2)
+    panel = show_panel(window, qtbot)
+    panel.refresh(force=True)
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=20000)
+    text = panel.info.text()
+    assert "256 vertices, 512 edges" in text and "C (Newman) = 0.0000" in text
+    assert "square C4 = 0.1250" in text and "bipartite" in text and "exact" in text, text
+    assert panel.degree_plot.data.tolist() == [0, 0, 0, 0, 256]
+    assert "l = 8.031 (exact)" in text   # 16 x 16 torus: 4 per axis over all 256 targets, so 8 * 256 / 255
+    assert panel.last_error == ""
+
+
+def test_small_world_curve_arrives_while_the_window_runs(make_window, qtbot, monkeypatch):
+    from latticelab.sim.models import get_model
+    window = make_window(L=24, p=0.05, seed=2)
+    panel = show_panel(window, qtbot)
+    panel.probabilities = [0.001, 0.01, 0.1, 0.5, 1.0]
+    panel.curve_samples = None
+    panel.refresh(force=True)
+    assert panel.curve_button.isEnabled()
+    ticks = []
+    timer = window.startTimer(10)
+    window.timerEvent = lambda event: ticks.append(time.perf_counter())
+    try:
+        assert panel.start_curve()
+        assert not panel.curve_button.isEnabled() and panel.stop_button.isEnabled()
+        qtbot.waitUntil(lambda: panel.curve is not None and len(panel.curve.points) == 5, timeout=60000)
+    finally:
+        window.killTimer(timer)
+    qtbot.waitUntil(lambda: panel.curve_button.isEnabled(), timeout=10000)
+    # the event loop ran throughout: no gap between timer ticks longer than a fraction of a second
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    assert len(ticks) > 5 and max(gaps) < 0.5, max(gaps)
+    p, c, l_ = panel.curve_plot.data
+    assert len(p) == 5 and c[-1] < 0.5 and l_[-1] < l_[0] and panel.curve_plot.current_p == 0.05
+    assert "5 of 5 points" in panel.curve_info.text() and "square" in panel.curve_info.text()
+    assert window.model.params.p == 0.05
+
+
+def test_graph_tab_disabled_without_a_graph(make_window, qtbot):
+    window = make_window(model="cahn-hilliard", dim=2, L=16)
+    panel = show_panel(window, qtbot)
+    assert not panel.refresh(force=True)
+    assert "no interaction graph" in panel.info.text()
+    assert not panel.measure_button.isEnabled() and not panel.curve_button.isEnabled()
+    assert G.rewiring_field(window.model) is None
