@@ -15,6 +15,8 @@ BENCHMARKS = {
     "cpu": ("cpu", "the NumPy path's Metropolis sweeps against a plain vectorised NumPy checkerboard"),
     "iso": ("iso", "iso-surfaces of a 3D spectrum: GPU marching cubes against scikit-image"),
     "graph": ("graph", "clustering coefficients of Watts-Strogatz graphs and the rewired lattice (GPU) against CPU"),
+    "cahn-hilliard": ("cahn_hilliard", "Cahn-Hilliard steps (finite differences, spectral) and PFHub 1a against plain CuPy"),
+    "cortex": ("cortex", "cortical spiking network steps at N = 2^20 and 2^22 against a plain CuPy step"),
 }
 
 

@@ -1,0 +1,442 @@
+"""`latticelab bench cahn-hilliard`: the Cahn-Hilliard model's steps against plain CuPy steps, in one run.
+
+Cases (bench-format.md names; ``--cases`` also takes the short names in brackets) and the issue's H100 targets:
+  cahn-hilliard-2d-L4096-fd        [fd-2d-L4096]        steps_per_s >= 3000   RK2 finite-difference steps
+  cahn-hilliard-3d-L256-fd         [fd-3d-L256]         steps_per_s >= 1500
+  cahn-hilliard-2d-L4096-spectral  [spectral-2d-L4096]  steps_per_s >= 2000   semi-implicit spectral steps
+  cahn-hilliard-3d-L256-spectral   [spectral-3d-L256]   steps_per_s >= 2000
+  pfhub-1a-t1e6                    [pfhub-1a]           seconds     <= 30     wall time to t = 1e6 (PFHub 1a)
+
+Grid cases are timed through ``CahnHilliardModel.step(n)`` with fixed time steps (no observables are computed
+in a step), median of ``--repeats`` repetitions after a warm-up. Each is compared with a plain version of the
+same step written here and timed in the same run (``baseline``/``ratio``): whole-array ``xp.roll`` finite
+differences with RK2, or an unfused ``xp.fft`` semi-implicit stabilised step. Precision defaults to single
+(float32), as the issue's baseline figures were measured (``--precision double`` for the model's default).
+
+``details`` has the bytes a step must move at least (each array read or written once; each transform one pass
+over its input and output), the rate that implies against a device-to-device copy measured in the same run
+(``bandwidth_fraction``), and for the spectral cases the simulated time per wall second against the
+finite-difference case of the same dimension (at the benchmark's time steps, not at equal accuracy).
+
+``pfhub-1a-t1e6`` runs the pfhub-1a preset (200 x 200, spectral, adaptive steps, double precision) through
+``run_pfhub`` into a temporary folder (or ``--pfhub-out``) and reports the wall time, the steps and PFHub's
+free energy at the output times; ``--skip-pfhub`` leaves it out.
+
+``--backend numpy --small``: a CPU smoke run of every code path at tiny sizes (the tests use it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from latticelab.bench.report import device_slug, print_table, write_results
+
+# name -> spec; "alias" is the short name --cases accepts too
+CASES = {
+    "cahn-hilliard-2d-L4096-fd": dict(kind="fd", dim=2, L=4096, target=3000.0, alias="fd-2d-L4096"),
+    "cahn-hilliard-3d-L256-fd": dict(kind="fd", dim=3, L=256, target=1500.0, alias="fd-3d-L256"),
+    "cahn-hilliard-2d-L4096-spectral": dict(kind="spectral", dim=2, L=4096, target=2000.0,
+                                            alias="spectral-2d-L4096"),
+    "cahn-hilliard-3d-L256-spectral": dict(kind="spectral", dim=3, L=256, target=2000.0,
+                                           alias="spectral-3d-L256"),
+    "pfhub-1a-t1e6": dict(kind="pfhub", target=30.0, alias="pfhub-1a",
+                          anchor=388.0, anchor_name="FEniCS on 24 cores (PFHub 1a, published)"),
+}
+SMALL_L = {2: 32, 3: 12}           # --small grid sides
+SMALL_PFHUB = dict(L=50, until=100.0)
+INTEGRATOR = {"fd": "finite-difference", "spectral": "spectral"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cases", default="all", help="comma-separated case names, short names or prefixes "
+                        "(default: all): " + ", ".join(f"{n} [{s['alias']}]" for n, s in CASES.items()))
+    parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per case (median reported)")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="model steps per repetition (default 200; --small 4); the baseline runs a quarter")
+    parser.add_argument("--precision", choices=("single", "double"), default="single",
+                        help="floating point of the grid cases (default single, as the issue's baselines)")
+    parser.add_argument("--spectral-dt", type=float, default=0.5,
+                        help="time step of the spectral cases (default 0.5; finite differences use the "
+                             "schema's suggested dt, 0.8 x the stability limit)")
+    parser.add_argument("--skip-pfhub", action="store_true", help="leave out the pfhub-1a-t1e6 case")
+    parser.add_argument("--pfhub-until", type=float, default=None,
+                        help="simulated end time of the PFHub case (default 1e6; --small 100)")
+    parser.add_argument("--pfhub-out", default=None,
+                        help="keep the PFHub result files in this folder (default: a temporary folder)")
+    parser.add_argument("--backend", choices=("cuda", "numpy"), default="cuda",
+                        help="cuda (default; the targets are for an H100) or numpy (CPU smoke runs)")
+    parser.add_argument("--small", action="store_true",
+                        help="tiny sizes (2D L=32, 3D L=12, PFHub L=50 to t=100): a smoke run of the code path")
+    parser.add_argument("--out-dir", default="bench/results", help="where cahn-hilliard-<device>.json goes")
+    parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--commit", default=None, help="commit to record (default: git rev-parse)")
+
+
+# ---- helpers shared with bench/cortex.py -----------------------------------------------------------------------
+def select_cases(spec: str, cases: dict, flag: str = "--cases") -> list[str]:
+    """Case names from a comma-separated list of names, aliases or prefixes of either ('all': every case)."""
+    if spec == "all":
+        return list(cases)
+    chosen = []
+    for part in (s.strip() for s in spec.split(",") if s.strip()):
+        hits = [n for n, c in cases.items() if n.startswith(part) or c.get("alias", "").startswith(part)]
+        if not hits:
+            raise ValueError(f"{flag}: no case starts with {part!r}; cases are "
+                             + ", ".join(f"{n} [{c['alias']}]" if c.get("alias") else n for n, c in cases.items()))
+        chosen += [h for h in hits if h not in chosen]
+    return chosen
+
+
+def open_backend(name: str, bench: str):
+    """(backend, device description) or raises BackendError (the caller prints it)."""
+    from latticelab.sim.backend import select_backend
+    backend = select_backend(name)
+    if backend.is_gpu:
+        cp = backend.xp
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        print(f"latticelab bench {bench} on {backend.device_name} ({props['multiProcessorCount']} SMs, "
+              f"L2 {props['l2CacheSize'] / 2 ** 20:.0f} MiB)", flush=True)
+        return backend, backend.device_name
+    device = f"CPU {platform.processor() or platform.machine()} ({os.cpu_count()} cores), NumPy {np.__version__}"
+    print(f"latticelab bench {bench} on {device} (NumPy backend: a smoke run, not a GPU benchmark)", flush=True)
+    return backend, device
+
+
+def synchronizer(xp):
+    """A function that waits for the device (nothing to wait for on NumPy)."""
+    if xp is np:
+        return lambda: None
+    return lambda: xp.cuda.Device().synchronize()
+
+
+def timed(xp, work, repeats: int) -> list[float]:
+    """Wall seconds of ``work()`` per repetition, the device synchronised at both ends."""
+    sync = synchronizer(xp)
+    times = []
+    for _ in range(repeats):
+        sync()
+        start = time.perf_counter()
+        work()
+        sync()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def enqueue_seconds(xp, work) -> float | None:
+    """CPU seconds to enqueue ``work()`` without waiting for the device (CuPy only): when it exceeds the
+    device time, the path is launch-bound."""
+    if xp is np:
+        return None
+    sync = synchronizer(xp)
+    sync()
+    start = time.perf_counter()
+    work()
+    elapsed = time.perf_counter() - start
+    sync()
+    return elapsed
+
+
+def copy_bandwidth(xp, small: bool = False) -> float:
+    """Device-to-device copy rate in bytes/s (bytes read plus bytes written): bench/sim.py's on CuPy; on NumPy
+    a host copy of 64 MiB (8 MiB with ``small``)."""
+    if xp is not np:
+        from latticelab.bench.sim import copy_bandwidth as device_copy
+        return device_copy(xp)
+    nbytes = (8 if small else 64) * 2 ** 20
+    src = np.ones(nbytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    return 2 * nbytes / statistics.median(timed(np, lambda: np.copyto(dst, src), 5))
+
+
+def free_memory(xp) -> None:
+    if xp is not np:
+        xp.get_default_memory_pool().free_all_blocks()
+
+
+def target_met(value: float, target: float, lower_is_better: bool) -> bool:
+    return bool(value <= target) if lower_is_better else bool(value >= target)
+
+
+def finish(bench: str, device: str, cases: list[dict], args, small: bool) -> int:
+    """Print the table and the targets, write bench/results/<bench>-<device>.json (``--commit`` recorded)."""
+    print()
+    print_table(cases)
+    print()
+    for c in cases:
+        if c.get("target") is None:
+            continue
+        sign = "<=" if c.get("lower_is_better") else ">="
+        verdict = "n/a (small)" if small else ("met" if c["target_met"] else "MISSED")
+        extra = ""
+        d = c.get("details", {})
+        if "bandwidth_fraction" in d:
+            extra = f"  {100 * d['bandwidth_fraction']:.0f}% of copy bandwidth"
+        if "anchor_ratio" in c:
+            extra += f"  x{c['anchor_ratio']} vs {c['anchor_name']}"
+        print(f"{c['case']:38} target {sign} {c['target']:<7g} {verdict:11}{extra}")
+    if not args.no_write:
+        slug = device_slug(device) if not device.startswith("CPU") else "CPU"
+        path = write_results(bench, device, cases, out_dir=args.out_dir, slug=slug)
+        if args.commit:  # a copy of the tree without .git (the GPU machine) cannot ask git
+            doc = json.loads(Path(path).read_text())
+            doc["commit"] = args.commit
+            Path(path).write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"written to {path}")
+    return 0
+
+
+# ---- the plain baselines (not the project's code: whole-array operations, nothing fused) -----------------------
+def plain_fd_step(xp, phi, dt: float, m: float, b: float, u: float, K: float, dx: float):
+    """One RK2 (midpoint) step of dphi/dt = m lap(u phi^3 - b phi - K lap phi), the Laplacian from whole-array
+    ``xp.roll`` (periodic): what a first CuPy port of the seed's finite differences looks like."""
+    def lap(p):
+        s = xp.roll(p, 1, 0) + xp.roll(p, -1, 0)
+        for a in range(1, p.ndim):
+            s = s + xp.roll(p, 1, a) + xp.roll(p, -1, a)
+        return (s - 2 * p.ndim * p) / (dx * dx)
+
+    def rhs(p):
+        return m * lap(u * p ** 3 - b * p - K * lap(p))
+
+    half = phi + (0.5 * dt) * rhs(phi)
+    return phi + dt * rhs(half)
+
+
+class PlainSpectral:
+    """The semi-implicit stabilised Fourier step (Chen and Shen 1998) with ``xp.fft`` and unfused array
+    operations: phi_hat' = (phi_hat - dt m k^2 FFT(u phi^3 - (b + S) phi)) / (1 + dt m k^2 (S + K k^2)),
+    S = max|f''| / 2 over |phi| <= max(1, sqrt(b/u)); phi_hat is kept between steps (two transforms a step)."""
+
+    def __init__(self, xp, phi, dt: float, m: float, b: float, u: float, K: float, dx: float):
+        self.xp, self.shape = xp, phi.shape
+        self.dt, self.m, self.b, self.u, self.K = dt, m, b, u, K
+        a = max(1.0, math.sqrt(b / u)) if b > 0 else 1.0
+        self.S = 0.5 * max(abs(b), 3.0 * u * a * a - b)
+        axes = [2 * np.pi * np.fft.fftfreq(n, d=dx) for n in self.shape[:-1]]
+        axes.append(2 * np.pi * np.fft.rfftfreq(self.shape[-1], d=dx))
+        k2 = sum(g ** 2 for g in np.meshgrid(*axes, indexing="ij", sparse=True))
+        self.k2 = xp.asarray(k2.astype(phi.dtype))
+        self.phi = phi
+        self.phi_hat = xp.fft.rfftn(phi)
+
+    def step(self):
+        xp = self.xp
+        n_hat = xp.fft.rfftn(self.u * self.phi ** 3 - (self.b + self.S) * self.phi)
+        a = (self.dt * self.m) * self.k2
+        self.phi_hat = (self.phi_hat - a * n_hat) / (1 + a * (self.S + self.K * self.k2))
+        axes = tuple(range(len(self.shape)))
+        self.phi = xp.fft.irfftn(self.phi_hat, s=self.shape, axes=axes).astype(self.phi.dtype, copy=False)
+
+
+def bytes_per_step(kind: str, shape: tuple, itemsize: int) -> int:
+    """The least a step must move: finite differences 5 grids (stage 1 reads phi and writes half, stage 2 reads
+    phi and half and writes the new field; stencil neighbours from cache); spectral 4 real grids (nonlinear term
+    in and out, inverse transform out, forward transform in) plus 11 half-spectrum grids of reals (forward out 2,
+    update in 2 + 2 + k^2 1 and out 2, inverse in 2)."""
+    n = int(np.prod(shape))
+    if kind == "fd":
+        return 5 * n * itemsize
+    half = int(np.prod(shape[:-1])) * (shape[-1] // 2 + 1)
+    return (4 * n + 11 * half) * itemsize
+
+
+# ---- the cases ------------------------------------------------------------------------------------------------
+def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dict:
+    from latticelab.sim.models.cahn_hilliard.model import CahnHilliardModel
+    xp = backend.xp
+    small = args.small
+    kind, dim = spec["kind"], spec["dim"]
+    L = SMALL_L[dim] if small else spec["L"]
+    steps = args.steps or (4 if small else 200)
+    repeats = args.repeats
+    values = dict(dim=dim, L=L, integrator=INTEGRATOR[kind], precision=args.precision, seed=1)
+    if kind == "spectral":
+        values["dt"] = args.spectral_dt
+    model = CahnHilliardModel(backend=backend.name, **values)
+    p = model.params
+    shape, dtype = model.shape, model.dtype
+
+    # the baseline agrees with the model: one step from the same field (before anything is timed)
+    phi0 = model.phi.copy()
+    model.step(1)
+    if kind == "fd":
+        plain_phi = plain_fd_step(xp, phi0, p.dt, p.m, p.b, p.u, p.K, p.dx)
+        plain = None
+    else:
+        plain = PlainSpectral(xp, phi0, p.dt, p.m, p.b, p.u, p.K, p.dx)
+        plain.step()
+        plain_phi = plain.phi
+    agreement = float(xp.abs(plain_phi.astype(xp.float64) - model.phi.astype(xp.float64)).max())
+    del plain_phi
+
+    model.step(max(2, steps // 4))              # warm-up: compilation, FFT plans, the memory pool
+    before = model.step_count
+    times = timed(xp, lambda: model.step(steps), repeats)
+    per_step = statistics.median(times) / steps
+    enqueue = enqueue_seconds(xp, lambda: model.step(steps))
+    steps_timed = model.step_count - before
+    finite = bool(xp.isfinite(model.phi).all())
+    del model
+    free_memory(xp)
+
+    # the plain baseline, continuing from the agreed first step
+    base_steps = max(2, steps // 4)
+    if kind == "fd":
+        state = {"phi": phi0}
+
+        def base_work():
+            for _ in range(base_steps):
+                state["phi"] = plain_fd_step(xp, state["phi"], p.dt, p.m, p.b, p.u, p.K, p.dx)
+    else:
+        def base_work():
+            for _ in range(base_steps):
+                plain.step()
+    base_work()                                  # warm-up
+    base = statistics.median(timed(xp, base_work, repeats)) / base_steps
+    del phi0, plain, base_work
+    free_memory(xp)
+
+    value = 1.0 / per_step
+    baseline = 1.0 / base
+    moved = bytes_per_step(kind, shape, np.dtype(dtype).itemsize)
+    details = {
+        "dim": dim, "L": L, "integrator": p.integrator, "precision": p.precision, "dt": p.dt,
+        "boundary": p.boundary, "m": p.m, "b": p.b, "u": p.u, "K": p.K, "dx": p.dx,
+        "steps_per_repeat": steps, "repeats": repeats, "steps_timed": steps_timed,
+        "ms_per_step": round(per_step * 1e3, 5),
+        "spread": [round(steps / t, 2) for t in sorted(times, reverse=True)],
+        "simulated_time_per_s": round(value * p.dt, 4),
+        "bytes_per_step": moved,
+        "achieved_TBps": round(moved * value / 1e12, 4),
+        "bandwidth_fraction": round(moved * value / bandwidth, 4),
+        "copy_bandwidth_TBps": round(bandwidth / 1e12, 4),
+        "bandwidth_bound_steps_per_s": round(bandwidth / moved, 1),
+        "baseline_steps": base_steps, "baseline_ms_per_step": round(base * 1e3, 5),
+        "baseline_max_abs_difference_after_one_step": agreement,
+        "finite": finite,
+    }
+    if enqueue is not None:
+        details["enqueue_ms_per_step"] = round(enqueue / steps * 1e3, 5)
+    return {"case": case_name(name, spec, L, small), "metric": "steps_per_s", "value": round(value, 2),
+            "baseline": "plain-roll-rk2" if kind == "fd" else "plain-unfused-fft",
+            "baseline_value": round(baseline, 2), "ratio": round(value / baseline, 2),
+            "target": spec["target"], "target_met": None if small else target_met(value, spec["target"], False),
+            "details": details}
+
+
+def run_pfhub_case(backend, name: str, spec: dict, args) -> dict:
+    from latticelab.sim.models.cahn_hilliard.model import CahnHilliardModel
+    from latticelab.sim.models.cahn_hilliard.pfhub import read_free_energy, run_pfhub
+    small = args.small
+    until = args.pfhub_until or (SMALL_PFHUB["until"] if small else 1e6)
+    sizes = {"L": SMALL_PFHUB["L"]} if small else {}
+    warm = CahnHilliardModel(backend=backend.name, preset="pfhub-1a", **sizes)   # compile kernels, FFT plans
+    warm.step(3)
+    warm.observables()
+    del warm
+    model = CahnHilliardModel(backend=backend.name, preset="pfhub-1a", **sizes)
+    p = model.params
+
+    def run(folder):
+        start = time.perf_counter()
+        written = run_pfhub(model, folder, until=until, overwrite=True)
+        elapsed = time.perf_counter() - start
+        curve = read_free_energy(written["free_energy"])
+        return elapsed, curve
+
+    if args.pfhub_out:
+        elapsed, curve = run(args.pfhub_out)
+    else:
+        with tempfile.TemporaryDirectory(prefix="latticelab-pfhub-") as folder:
+            elapsed, curve = run(folder)
+    energies = {f"{t:g}": float(curve[np.argmin(np.abs(curve[:, 0] - t)), 1])
+                for t in (0.0, 1e2, 1e3, 1e4, 1e5, 1e6) if t <= until}
+    details = {"preset": "pfhub-1a", "L": p.L, "dx": p.dx, "integrator": p.integrator, "time_step": p.time_step,
+               "dt": p.dt, "dt_max": p.dt_max, "max_change": p.max_change, "precision": p.precision,
+               "until": until, "steps": model.step_count, "final_time": model.time,
+               "last_dt": model.observables()["dt"], "samples": int(curve.shape[0]),
+               "free_energy_pfhub": energies, "files": args.pfhub_out or "temporary folder",
+               "published": "MOOSE 8 cores ~1250-1950 s, FEniCS 24 cores 388 s"}
+    case = {"case": case_name(name, spec, p.L, small, until), "metric": "seconds", "value": round(elapsed, 3),
+            "target": spec["target"], "lower_is_better": True,
+            "target_met": None if small else target_met(elapsed, spec["target"], True),
+            "anchor": spec["anchor"], "anchor_name": spec["anchor_name"],
+            "anchor_ratio": round(spec["anchor"] / elapsed, 1), "details": details}
+    return case
+
+
+def case_name(name: str, spec: dict, L: int, small: bool, until: float | None = None) -> str:
+    """The bench-format name; --small runs name their real sizes so they never pass for the real cases."""
+    if not small:
+        return name
+    if spec["kind"] == "pfhub":
+        return f"pfhub-1a-L{L}-t{until:g}"
+    return f"cahn-hilliard-{spec['dim']}d-L{L}-{spec['kind']}"
+
+
+def main(args) -> int:
+    from latticelab.sim.backend import BackendError
+    try:
+        names = select_cases(args.cases, CASES)
+        if args.skip_pfhub:
+            names = [n for n in names if CASES[n]["kind"] != "pfhub"]
+        if args.repeats < 1 or args.steps < 0:
+            raise ValueError("--repeats must be >= 1 and --steps >= 0")
+        if not args.spectral_dt > 0:
+            raise ValueError("--spectral-dt must be > 0")
+        if args.pfhub_until is not None and not (math.isfinite(args.pfhub_until) and args.pfhub_until > 0):
+            raise ValueError("--pfhub-until must be a finite time > 0")
+        if not names:
+            raise ValueError("no case left to run")
+    except ValueError as exc:
+        print(f"latticelab bench cahn-hilliard: {exc}")
+        return 2
+    try:
+        backend, device = open_backend(args.backend, "cahn-hilliard")
+    except BackendError as exc:
+        print(f"latticelab bench cahn-hilliard needs a CUDA GPU (or --backend numpy --small): {exc}")
+        return 1
+    xp = backend.xp
+    bandwidth = copy_bandwidth(xp, args.small)
+    print(f"device-to-device copy: {bandwidth / 1e12:.3f} TB/s (read + write)", flush=True)
+    cases = []
+    for name in names:
+        spec = CASES[name]
+        if spec["kind"] == "pfhub":
+            case = run_pfhub_case(backend, name, spec, args)
+            d = case["details"]
+            print(f"  {case['case']}: {case['value']} s to t = {d['until']:g} ({d['steps']} steps)", flush=True)
+        else:
+            case = run_grid_case(backend, name, spec, args, bandwidth)
+            d = case["details"]
+            print(f"  {case['case']}: {case['value']} steps/s ({d['ms_per_step']} ms/step, "
+                  f"{100 * d['bandwidth_fraction']:.0f}% of copy bandwidth); plain {case['baseline_value']} "
+                  f"steps/s, x{case['ratio']}", flush=True)
+        cases.append(case)
+    # spectral against finite differences in simulated time per wall second (same dimension, this run)
+    by_kind = {(c["details"].get("dim"), c["details"].get("integrator")): c for c in cases if "dim" in c["details"]}
+    for dim in (2, 3):
+        fd, sp = by_kind.get((dim, "finite-difference")), by_kind.get((dim, "spectral"))
+        if fd and sp:
+            sp["details"]["simulated_time_ratio_vs_fd"] = round(
+                sp["details"]["simulated_time_per_s"] / fd["details"]["simulated_time_per_s"], 2)
+            sp["details"]["simulated_time_ratio_note"] = (f"spectral dt {sp['details']['dt']:g} against finite "
+                                                          f"differences dt {fd['details']['dt']:g}; not at equal "
+                                                          "accuracy")
+    return finish("cahn-hilliard", device, cases, args, args.small)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="latticelab bench cahn-hilliard", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    raise SystemExit(main(parser.parse_args()))
