@@ -8,6 +8,7 @@ Bad input ends with one line naming the parameter and exit status 2, never a tra
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import importlib
 import io as text_io
@@ -116,34 +117,86 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
     return parser
 
 
+class Interrupted(Exception):
+    """SIGINT or SIGTERM during a headless run."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _interruptible():
+    """SIGINT and SIGTERM raise Interrupted inside the block (in the main thread), so a run stops between
+    steps with a message instead of a traceback; the previous handlers come back afterwards."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, _frame):
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_model(args) -> int:
-    """``latticelab run <model>``: steps a model headless and prints (or writes as CSV) its observables."""
-    from latticelab.sim.io import open_atomic
+    """``latticelab run <model>``: steps a model headless and prints (or writes as CSV) its observables.
+
+    The CSV is kept in memory and written atomically when the run is complete, so an interrupted run leaves
+    the old file (or none); the output path is checked before the run starts."""
+    import signal
+
+    from latticelab.sim.io import check_output, open_atomic
     from latticelab.sim.models import get_model
 
     cls = get_model(args.model)
     if args.steps < 0 or args.equilibrate < 0:
         raise UsageError("--steps and --equilibrate must be non-negative integers")
-    if args.csv and os.path.exists(args.csv) and not args.overwrite:
-        raise UsageError(f"--csv: {args.csv} exists; choose another name or pass --overwrite")
+    if args.csv:
+        check_output(args.csv, overwrite=args.overwrite)   # OutputError: one line, before any work
     model = cls.create(backend=args.backend, **given_parameters(args, cls.Params))
-    summary = " ".join(f"{k}={v}" for k, v in model.params.model_dump().items())
-    print(f"latticelab: {cls.title} {summary} on {model.backend_name} [{model.device_name}]", file=sys.stderr)
-    model.step(args.equilibrate)
     names = [o.name for o in cls.declared_observables]
+    time_column = cls.time_label.replace(" ", "_")
     rows = text_io.StringIO() if args.csv else None
-    writer = csv.DictWriter(rows, fieldnames=[cls.time_label.replace(" ", "_"), *names]) if rows else None
+    writer = csv.DictWriter(rows, fieldnames=[time_column, *names]) if rows else None
     if writer:
         writer.writeheader()
-    start = time.perf_counter()
-    for _ in range(args.steps):
-        model.step(1)
-        if writer:
-            writer.writerow({cls.time_label.replace(" ", "_"): model.time, **model.observables()})
-    elapsed = time.perf_counter() - start
-    if rows is not None:
-        with open_atomic(args.csv, overwrite=args.overwrite, binary=False) as f:
-            f.write(rows.getvalue())
+    phase, done = "equilibration", 0
+    try:
+        with _interruptible():
+            summary = " ".join(f"{k}={v}" for k, v in model.params.model_dump().items())
+            print(f"latticelab: {cls.title} {summary} on {model.backend_name} [{model.device_name}]",
+                  file=sys.stderr)
+            for done in range(1, args.equilibrate + 1):
+                model.step(1)
+            phase, done = "recording", 0
+            start = time.perf_counter()
+            for done in range(1, args.steps + 1):
+                model.step(1)
+                if writer:
+                    writer.writerow({time_column: model.time, **model.observables()})
+            elapsed = time.perf_counter() - start
+            phase = "writing"
+            if rows is not None:
+                with open_atomic(args.csv, overwrite=args.overwrite, binary=False) as f:
+                    f.write(rows.getvalue())
+    except Interrupted as exc:
+        total = args.equilibrate if phase == "equilibration" else args.steps
+        where = (f"while writing {args.csv}" if phase == "writing"
+                 else f"during {phase} after {done - 1 if done else 0} of {total} steps")
+        kept = ""
+        if args.csv:
+            kept = (f"; {args.csv} was left as it was" if os.path.exists(args.csv)
+                    else f"; {args.csv} was not written")
+        print(f"latticelab: interrupted ({signal.Signals(exc.signum).name}) {where}{kept}", file=sys.stderr)
+        return 128 + exc.signum
     obs = model.observables()
     print(f"step {model.step_count}: " + "  ".join(f"{k} {v:.6f}" for k, v in obs.items())
           + f"  ({args.steps / max(elapsed, 1e-9):.1f} steps/s)")
@@ -178,24 +231,42 @@ def main(argv: list[str] | None = None, extra_commands=()) -> int:
     whose parsers set a ``handler(args)`` default."""
     from latticelab.sim.backend import BackendError
     from latticelab.sim.params import ParameterError
-    argv = sys.argv[1:] if argv is None else argv
+    from latticelab.sim.io import OutputError
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # -v / --verbose is accepted anywhere before a "--" (latticelab -v, latticelab run ising -v, ...)
+    end = argv.index("--") if "--" in argv else len(argv)
+    verbose = any(a in ("-v", "--verbose") for a in argv[:end])
+    argv = [a for a in argv[:end] if a not in ("-v", "--verbose")] + argv[end:]
     try:
         parser = build_parser(extra_commands)
         args = parser.parse_args(argv)
-        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+        args.verbose = verbose
+        logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         if args.command in (None, "gui"):
             explicit = args.command == "gui"
             if not explicit:
-                args = parser.parse_args([*(["-v"] if args.verbose else []), "gui",
-                                          *[a for a in argv if a not in ("-v", "--verbose")]])
+                args = parser.parse_args(["gui", *argv])
+                args.verbose = verbose
             return run_gui(args, explicit=explicit)
         return args.handler(args)
-    except (UsageError, ParameterError, BackendError) as exc:
+    except (UsageError, ParameterError, BackendError, OutputError) as exc:
         print(f"latticelab: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print("latticelab: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        print("latticelab: error: out of memory; choose a smaller model (see 'latticelab run <model> --help')",
+              file=sys.stderr)
+        return 2
+    except Exception as exc:     # a bug: one line (the traceback with -v), never a wall of text
+        if verbose:
+            import traceback
+            traceback.print_exc(file=sys.stderr)
+        print(f"latticelab: internal error: {type(exc).__name__}: {exc} (a bug; -v shows where, please report it)",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

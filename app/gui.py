@@ -10,6 +10,7 @@ settings unless --settings names a file, so a figure depends only on its command
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 
@@ -94,7 +95,8 @@ def run_gui(args) -> int:
     qt_app.setApplicationName("latticelab")
 
     if args.settings:
-        store = QtCore.QSettings(args.settings, QtCore.QSettings.Format.IniFormat)
+        from latticelab.app.settings import check_settings_file
+        store = QtCore.QSettings(str(check_settings_file(args.settings)), QtCore.QSettings.Format.IniFormat)
     elif args.quit:
         store = None
     else:
@@ -152,6 +154,67 @@ def run_gui(args) -> int:
         QtCore.QTimer.singleShot(0, lambda: window.run_steps(args.steps or 0, then=finish))
     elif args.screenshot:
         QtCore.QTimer.singleShot(0, finish)
-    code = qt_app.exec()
+    with close_on_signals(qt_app, window, status):
+        log.info("window open; Ctrl+C (SIGINT) or SIGTERM closes it")
+        code = qt_app.exec()
     return status["code"] or code
+
+
+@contextlib.contextmanager
+def close_on_signals(qt_app, window, status: dict):
+    """While the event loop runs, SIGINT and SIGTERM close the window as its Quit action does (settings are
+    saved by its closeEvent) and end the application with 128 + the signal number. Python runs signal
+    handlers only between bytecodes, which Qt's C++ loop never reaches on its own: the signal is written to a
+    socket (signal.set_wakeup_fd) whose notifier wakes the loop. The handler itself does nothing, so no
+    KeyboardInterrupt is ever raised inside a Qt override."""
+    import signal
+    import socket
+    import threading
+
+    from PySide6 import QtCore
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    received = []
+    previous = {}
+    try:
+        old_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda signum, _frame: received.append(signum))
+    except (ValueError, OSError):   # not possible here: leave the defaults
+        reader.close()
+        writer.close()
+        yield
+        return
+    notifier = QtCore.QSocketNotifier(reader.fileno(), QtCore.QSocketNotifier.Type.Read)
+
+    def on_signal():
+        try:
+            data = reader.recv(64)
+        except OSError:
+            data = b""
+        signums = [*received, *data]
+        received.clear()
+        if not any(n in (signal.SIGINT, signal.SIGTERM) for n in signums):
+            return
+        signum = next(n for n in signums if n in (signal.SIGINT, signal.SIGTERM))
+        print(f"latticelab: {signal.Signals(signum).name} received; closing the window", file=sys.stderr)
+        status["code"] = 128 + signum
+        window.close()
+        qt_app.exit(128 + signum)
+
+    notifier.activated.connect(on_signal)
+    try:
+        yield
+    finally:
+        notifier.setEnabled(False)
+        signal.set_wakeup_fd(old_fd)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        reader.close()
+        writer.close()
 

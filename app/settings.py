@@ -8,6 +8,9 @@ broken value falls back to its default and the problem is reported (one line per
 from __future__ import annotations
 
 import math
+import os
+import stat
+from pathlib import Path
 
 from PySide6 import QtCore
 
@@ -74,6 +77,61 @@ SCHEMA = {
 }
 
 _CONVERT = {int: _int, float: _float, str: _text, bool: _bool}
+
+# INI sections latticelab writes (QSettings puts top-level keys such as "model" under [General]).
+KNOWN_SECTIONS = {"General", "models", "run", "view", "folders", "window", "spectral"}
+SETTINGS_SIZE_LIMIT = 4 << 20
+
+
+def check_settings_file(path) -> Path:
+    """``path`` if it may be used as a settings file (``--settings``): missing (it will be made), empty, or
+    an INI file holding latticelab's settings. Anything else, a folder, a device, a saved state, a text of
+    notes, another program's INI, raises ParameterError('settings', ...) and is never written."""
+    path = Path(path)
+
+    def refuse(why: str):
+        raise ParameterError("settings", f"{path} {why}; --settings must name a latticelab settings (.ini) "
+                                         "file or a new file name")
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            refuse(f"cannot be made: the folder {folder} does not exist")
+        return path
+    except OSError as exc:
+        refuse(f"cannot be read ({exc.strerror or exc})")
+    if stat.S_ISDIR(st.st_mode):
+        refuse("is a folder")
+    if not stat.S_ISREG(st.st_mode):
+        refuse("is not a regular file")
+    if st.st_size > SETTINGS_SIZE_LIMIT:
+        refuse(f"is {st.st_size:,} bytes, far more than any settings file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        refuse(f"cannot be read ({exc.strerror or exc})")
+    if data.startswith(b"PK\x03\x04") or data.startswith(b"\x93NUMPY"):
+        refuse("is a NumPy file (a saved state?), not a settings file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        refuse("is binary data, not a settings file")
+    if "\0" in text:
+        refuse("is binary data, not a settings file")
+    sections = set()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in ";#":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            sections.add(line[1:-1].strip())
+        elif "=" not in line or not line.split("=", 1)[0].strip():
+            refuse(f"is not a settings file (line {number} is neither [section] nor key=value)")
+    if text.strip() and not sections & KNOWN_SECTIONS:
+        refuse("holds no latticelab settings (another program's file?)")
+    return path
 
 
 def variant_key(schema: type[ModelParams], values: dict) -> str:

@@ -47,16 +47,21 @@ def device_slug(device: str) -> str:
 def write_results(name: str, device: str, cases: list[dict], out_dir: str = "bench/results",
                   slug: str | None = None) -> str:
     """Write bench/results/<name>-<slug or short device name>.json; returns the path."""
-    os.makedirs(out_dir, exist_ok=True)
+    from latticelab.sim.io import OutputError, write_atomic
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(out_dir, f"cannot make the folder ({exc.strerror or exc})", exc.errno) from None
     path = os.path.join(out_dir, f"{name}-{slug or device_slug(device)}.json")
     doc = {"command": "latticelab " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("latticelab")
            else " ".join(["latticelab", *sys.argv[1:]]),
            "commit": git_commit(),
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "device": device, "cases": cases}
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
+    # atomically: an interrupted or failed write leaves the previous results file whole (OutputError names
+    # the path, and the command line turns it into one line, exit 2)
+    text = json.dumps(doc, indent=2) + "\n"
+    write_atomic(path, lambda f: f.write(text), overwrite=True, binary=False)
     return path
 
 

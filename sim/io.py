@@ -1,59 +1,165 @@
 """Writing files the user makes: never over an existing file unless asked, always atomically.
 
-Every writer in latticelab (states, screenshots, spectra, benchmark results) goes through ``write_atomic``:
-the content is written to a temporary file beside the target, flushed to disk, and only then moved to the
-target name, so an interrupted write leaves either the old file or the complete new one, never a damaged
-file under the user's name. Without ``overwrite`` the move refuses an existing target even against a writer
-racing us (a hard link cannot replace a file).
+Every writer in latticelab (states, screenshots, spectra, CSV runs, benchmark results) goes through
+``open_atomic`` / ``write_atomic``: the content is written to a temporary file beside the target, flushed and
+fsynced, and only then moved to the target name, so an interrupted write leaves either the old file or the
+complete new one, never a damaged file under the user's name. Without ``overwrite`` the move refuses an
+existing target even against a writer racing us (a hard link cannot replace a file). New files follow the
+umask like any other file the user creates.
+
+Every failure is an ``OutputError`` (an OSError) whose message names the target path, never the temporary
+file, and says why in words ("the folder does not exist", "no space left on the device", ...).
+``check_output`` runs the same checks before long work starts, so a run is not lost to a typo in a path.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+_REASONS = {
+    errno.ENOENT: "the folder does not exist",
+    errno.ENOTDIR: "a part of the path is not a folder",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EISDIR: "it is a folder",
+    errno.EEXIST: "it exists already; choose another name or allow overwriting",
+    errno.ENAMETOOLONG: "the name is too long",
+    errno.EXDEV: "the temporary file and the target are on different file systems",
+}
+
+
+class OutputError(OSError):
+    """A file could not be written; ``str()`` is one line naming the target and the reason."""
+
+    def __init__(self, path, reason: str, code: int | None = None):
+        super().__init__(code or 0, reason)
+        self.path = Path(path)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.path}: cannot write: {self.reason}"
+
+
+class OutputExists(OutputError, FileExistsError):
+    """The target exists and overwriting was not allowed."""
+
+
+def _reason(exc: OSError) -> str:
+    return _REASONS.get(exc.errno, exc.strerror or type(exc).__name__)
+
+
+def current_umask() -> int:
+    """The process's umask (read from /proc where possible, so no other thread sees it changed)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_output(path, overwrite: bool = False) -> Path:
+    """Raise OutputError unless ``path`` can be written (a regular file or a free name in an existing,
+    writable folder; an existing file only with ``overwrite``). Checked again when the file is written."""
+    path = Path(path)
+    if str(path) == "" or path.name in ("", ".", ".."):
+        raise OutputError(path, "it is not a file name")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(path, _reason(exc), exc.errno) from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise OutputError(path, "it is a folder", errno.EISDIR)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(path, "it is not a regular file (a device, pipe or socket); choose a file name")
+        if not overwrite:
+            raise OutputExists(path, _REASONS[errno.EEXIST], errno.EEXIST)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(path, f"the folder {folder} does not exist" if not folder.exists()
+                          else f"{folder} is not a folder", errno.ENOENT)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        probe_error = errno.EROFS if _read_only_fs(folder) else errno.EACCES
+        raise OutputError(path, f"{_REASONS[probe_error]} in {folder}", probe_error)
+    return path
+
+
+def _read_only_fs(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def free_path(path) -> Path:
     """``path`` if nothing is there, else the first free ``stem-1.suffix``, ``stem-2.suffix``, ..."""
     path = Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         return path
     for i in range(1, 100000):
         candidate = path.with_name(f"{path.stem}-{i}{path.suffix}")
-        if not candidate.exists():
+        if not os.path.lexists(candidate):
             return candidate
-    raise FileExistsError(f"no free name next to {path}")
+    raise OutputError(path, "no free name next to it")
 
 
 @contextlib.contextmanager
 def open_atomic(path, overwrite: bool = False, binary: bool = True):
     """Yield a file object whose content appears at ``path`` only when the block ends without an error.
 
-    An existing ``path`` raises FileExistsError (before anything is written) unless ``overwrite``; the new
-    file follows the umask like any other file the user creates.
+    An existing ``path`` raises OutputError (before anything is written) unless ``overwrite``; a folder, a
+    device or a missing folder always do. Errors while writing name ``path``, never the temporary file.
     """
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists already; choose another name or allow overwriting")
+    path = check_output(path, overwrite)
     folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=folder)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": ""})) as f:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=folder)
+    except OSError as exc:
+        reason = f"cannot create files in {folder}" if exc.errno == errno.ENOENT else _reason(exc)
+        raise OutputError(path, reason, exc.errno) from None
+    try:
+        try:
+            os.fchmod(fd, 0o666 & ~current_umask())
+            f = os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": "", "encoding": "utf-8"}))
+        except OSError as exc:
+            os.close(fd)
+            raise OutputError(path, _reason(exc), exc.errno) from None
+        with f:
             yield f
-            f.flush()
-            os.fsync(f.fileno())
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            os.link(tmp, path)      # fails if the name was taken meanwhile
-            os.unlink(tmp)
-    except BaseException:
+            try:
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as exc:
+                raise OutputError(path, _reason(exc), exc.errno) from None
+        try:
+            if overwrite:
+                os.replace(tmp, path)
+            else:
+                os.link(tmp, path)      # fails if the name was taken meanwhile
+                os.unlink(tmp)
+        except FileExistsError:
+            raise OutputExists(path, _REASONS[errno.EEXIST], errno.EEXIST) from None
+        except OSError as exc:
+            raise OutputError(path, _reason(exc), exc.errno) from None
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            raise OutputError(path, _reason(exc), exc.errno) from None
         raise
 
 
@@ -69,5 +175,5 @@ def write_png(path, rgba, overwrite: bool = False) -> Path:
     import imageio.v3 as iio
     import numpy as np
 
-    return write_atomic(path, lambda f: f.write(iio.imwrite("<bytes>", np.ascontiguousarray(rgba), extension=".png")),
-                        overwrite)
+    data = iio.imwrite("<bytes>", np.ascontiguousarray(rgba), extension=".png")   # encode before opening
+    return write_atomic(path, lambda f: f.write(data), overwrite)

@@ -11,9 +11,16 @@ Layout (format 2)::
 ``save_state`` writes it atomically; ``load_state`` reads it, checks it and rebuilds the model of the name it
 holds. A damaged, truncated or foreign file, or one of an unknown model, raises StateError naming the file;
 nothing is rebuilt from a file that does not pass the checks.
+
+Reading is bounded: ``load_state`` reads only the members it expects (the header, the schema's scalars and the
+model's array names), parses each member's .npy header first (Python objects are never unpickled), and checks
+the size the header declares against the size the archive declares and against the memory free here before
+anything is decompressed. Arrays are handed to the model in C order and native byte order, whatever layout
+the file stored.
 """
 from __future__ import annotations
 
+import struct
 import zipfile
 import zlib
 from pathlib import Path
@@ -21,11 +28,19 @@ from pathlib import Path
 import numpy as np
 
 from latticelab.sim.io import write_atomic
+from latticelab.sim.memory import host_available_bytes
 from latticelab.sim.params import ParameterError
 
 FORMAT = 2
 SUFFIX = ".npz"
 PARAM = "param."
+HEADER = ("latticelab_state", "model", "model_format")
+SCALAR_LIMIT = 1 << 16        # bytes a header field or parameter may declare
+
+
+# what zipfile, zlib and numpy's .npy reader raise on damaged bytes
+_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError,
+                struct.error, OverflowError, MemoryError)
 
 
 class StateError(ValueError):
@@ -45,12 +60,56 @@ def state_of(model) -> dict[str, np.ndarray]:
     return state
 
 
-def restore(state, backend: str = "auto", source: str = "the saved state"):
-    """The model a ``state_of`` dict describes, rebuilt on ``backend``; StateError when it cannot be."""
+# Format 1 (latticelab 0.1, Ising only): the parameters and counters at the top level, marked by ``format`` = 1.
+LEGACY_FORMAT_1 = {"model": "ising", "model_format": 1,
+                   "params": ("seed", "dim", "L", "T", "p", "rewire_dims", "algorithm"),
+                   "defaults": {"start": "hot"},    # reset-only parameters 0.1 did not store
+                   "arrays": ("streams_used", "step_count", "phase", "rewired_ends", "spins", "flipped",
+                              "rewired_edge_ids", "new_edges")}
+
+
+def upgrade(state: dict) -> dict:
+    """A state of an older layout in the current one (format 1 -> 2); the current layout unchanged."""
+    if "latticelab_state" in state or "format" not in state:
+        return state
+    try:
+        version = int(np.asarray(state["format"]).item())
+    except (TypeError, ValueError):
+        return state
+    if version != 1:
+        return state
+    legacy = LEGACY_FORMAT_1
+    out = {"latticelab_state": np.int64(FORMAT), "model": np.str_(legacy["model"]),
+           "model_format": np.int64(legacy["model_format"])}
+    out.update({PARAM + k: state[k] for k in legacy["params"] if k in state})
+    out.update({PARAM + k: np.asarray(v) for k, v in legacy["defaults"].items()})
+    out.update({k: state[k] for k in legacy["arrays"] if k in state})
+    return out
+
+
+def native(value, copy: bool = False):
+    """``value`` as a C-ordered NumPy array in native byte order (scalars stay 0-d arrays); with ``copy`` never
+    a view of ``value``."""
+    a = np.asarray(value)
+    if not a.dtype.isnative:
+        return np.array(a, dtype=a.dtype.newbyteorder("="), order="C")
+    if copy or not a.flags.c_contiguous:
+        return np.array(a, order="C")      # (np.ascontiguousarray would make a 0-d array 1-d)
+    return a
+
+
+def restore(state, backend: str = "auto", source: str = "the saved state", *, _fresh: bool = False):
+    """The model a ``state_of`` dict describes, rebuilt on ``backend``; StateError when it cannot be. The
+    model never shares memory with ``state``, and gets its arrays in C order and native byte order."""
     from latticelab.sim.models import get_model, model_names
 
     def bad(detail: str) -> StateError:
         return StateError(f"{source} is damaged or not a latticelab state: {detail}")
+
+    state = upgrade(state)
+    if "latticelab_state" not in state and "format" in state:
+        raise StateError(f"{source} is a latticelab state of format {np.asarray(state['format']).item()!r}, "
+                         "which this version does not read (it reads formats 1 and 2)")
 
     try:
         layout = int(np.asarray(state["latticelab_state"]).item())
@@ -83,8 +142,7 @@ def restore(state, backend: str = "auto", source: str = "the saved state"):
         if value.shape != ():
             raise bad(f"parameter {field!r} is not a scalar")
         values[field] = value.item()
-    arrays = {k: v for k, v in state.items()
-              if not k.startswith(PARAM) and k not in ("latticelab_state", "model", "model_format")}
+    arrays = {k: native(v, copy=not _fresh) for k, v in state.items() if not k.startswith(PARAM) and k not in HEADER}
     try:
         params = cls.Params.create(**values)
         return cls.from_state(params, arrays, backend=backend)
@@ -100,23 +158,155 @@ def save_state(path, model, overwrite: bool = False) -> Path:
     return write_atomic(path, lambda f: np.savez_compressed(f, **state), overwrite)
 
 
-def read_state(path) -> dict:
-    """Every array of a state file, or StateError naming the file."""
-    path = Path(path)
+# ---- bounded reading ------------------------------------------------------------------------------
+_state_names: dict[type, tuple[str, ...]] = {}
+
+
+def state_array_names(cls) -> tuple[str, ...]:
+    """The names of the arrays ``cls.get_state()`` returns: ``cls.state_arrays`` where the model declares
+    them, else learnt once from its small example."""
+    if cls not in _state_names:
+        declared = getattr(cls, "state_arrays", None)
+        if declared is None:
+            declared = tuple(cls.create(backend="numpy", **cls.small_example).get_state())
+        _state_names[cls] = tuple(declared)
+    return _state_names[cls]
+
+
+class _Archive:
+    """A .npz opened for bounded reading; every error is a StateError naming the file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.zip = zipfile.ZipFile(path)
+        except FileNotFoundError:
+            raise StateError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise StateError(f"{path} is a folder, not a saved latticelab state") from None
+        except PermissionError:
+            raise StateError(f"{path}: permission denied; cannot read it") from None
+        except zipfile.BadZipFile:
+            what = _what_it_is(path)
+            if what == "zip":
+                raise self.damaged("truncated or damaged: the archive's directory is missing or unreadable") from None
+            raise StateError(f"{path} is not a saved latticelab state (not a NumPy .npz archive: {what})") from None
+        except _READ_ERRORS as exc:
+            raise self.damaged(f"{type(exc).__name__}: {exc}") from None
+        names = [info.filename for info in self.zip.infolist()]
+        if len(set(names)) != len(names):
+            self.close()
+            raise self.damaged("an archive member appears twice")
+        self.members = {n[:-4]: info for n, info in zip(names, self.zip.infolist()) if n.endswith(".npy")}
+
+    def damaged(self, detail: str) -> StateError:
+        return StateError(f"{self.path} is damaged or not a saved latticelab state ({detail})")
+
+    def close(self) -> None:
+        self.zip.close()
+
+    def header(self, key: str):
+        """(shape, dtype, header length) of member ``key`` from its .npy header, nothing else read."""
+        info = self.members[key]
+        try:
+            with self.zip.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                elif version == (2, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                else:
+                    raise ValueError(f"unsupported .npy version {version}")
+                offset = f.tell()
+        except _READ_ERRORS as exc:
+            raise self.damaged(f"member {key!r}: {type(exc).__name__}: {exc}") from None
+        if dtype.hasobject:
+            raise StateError(f"{self.path} is not a saved latticelab state: member {key!r} holds Python "
+                             "objects (pickled data), which latticelab never loads")
+        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if all(n >= 0 for n in shape) else -1
+        if size < 0 or offset + size != info.file_size:
+            raise self.damaged(f"member {key!r} declares {shape} {dtype} but the archive holds "
+                               f"{info.file_size - offset} bytes of data")
+        return shape, dtype, size
+
+    def read(self, keys, limit: int | None = None, per_member: int | None = None) -> dict:
+        """The members ``keys`` (those present), after checking every declared size: each against
+        ``per_member``, all together against ``limit`` (default: the free host memory)."""
+        keys = [k for k in keys if k in self.members]
+        sizes = {}
+        for key in keys:
+            shape, dtype, size = self.header(key)
+            if per_member is not None and size > per_member:
+                raise self.damaged(f"member {key!r} declares {size:,} bytes ({shape} {dtype}); at most "
+                                   f"{per_member:,} are allowed there")
+            sizes[key] = size
+        limit = host_available_bytes() // 2 if limit is None else limit
+        if sum(sizes.values()) > limit:
+            raise StateError(f"{self.path}: its arrays declare {sum(sizes.values()) / 2**20:,.1f} MiB, more than "
+                             f"the {limit / 2**20:,.1f} MiB this machine can take now; not loaded")
+        out = {}
+        for key in keys:
+            try:
+                with self.zip.open(self.members[key]) as f:
+                    out[key] = native(np.lib.format.read_array(f, allow_pickle=False))
+                    if f.read(1):    # reaching the end also makes zipfile check the member's CRC
+                        raise ValueError("data after the array")
+            except _READ_ERRORS as exc:
+                raise self.damaged(f"member {key!r}: {type(exc).__name__}: {exc}") from None
+        return out
+
+
+def _what_it_is(path: Path) -> str:
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            if not hasattr(archive, "files"):
-                raise StateError(f"{path} is a single NumPy array, not a saved latticelab state")
-            return {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise StateError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise StateError(f"{path} is a folder, not a saved latticelab state") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError) as exc:
-        reason = "it is not a NumPy .npz archive" if "pickle" in str(exc) else f"{type(exc).__name__}: {exc}"
-        raise StateError(f"{path} is damaged or not a saved latticelab state ({reason})") from None
+        with open(path, "rb") as f:
+            start = f.read(512)
+    except OSError:
+        return "unreadable"
+    if not start:
+        return "the file is empty"
+    if start.startswith(b"PK\x03\x04"):
+        return "zip"
+    if start.startswith(b"\x93NUMPY"):
+        return "it is a single NumPy array"
+    if start[:1] == b"\x80":
+        return "it looks like a Python pickle, which latticelab never loads"
+    if b"\0" not in start:
+        return "it is a text file"
+    return "unknown binary content"
+
+
+def read_state(path, limit: int | None = None) -> dict:
+    """Every array of a .npz file (sizes checked before reading, no pickles), or StateError naming it."""
+    archive = _Archive(Path(path))
+    try:
+        return archive.read(list(archive.members), limit)
+    finally:
+        archive.close()
 
 
 def load_state(path, backend: str = "auto"):
-    """The model saved in ``path``, ready to continue exactly where it was saved."""
-    return restore(read_state(path), backend, source=str(path))
+    """The model saved in ``path``, ready to continue exactly where it was saved.
+
+    Only the expected members are read: first the header and parameters (each at most SCALAR_LIMIT bytes),
+    then, for the model they name, its arrays (their declared sizes checked against the free memory)."""
+    from latticelab.sim.models import get_model, model_names
+
+    path = Path(path)
+    archive = _Archive(path)
+    try:
+        if "latticelab_state" not in archive.members and "format" in archive.members:   # format 1
+            head = archive.read(["format", *LEGACY_FORMAT_1["params"]], per_member=SCALAR_LIMIT)
+            head.update(archive.read(LEGACY_FORMAT_1["arrays"]))
+            head = upgrade(head)
+        else:
+            head = archive.read([k for k in archive.members if k in HEADER or k.startswith(PARAM)],
+                                per_member=SCALAR_LIMIT)
+        name = str(head["model"].item()) if "model" in head and head["model"].shape == () else None
+        if name in model_names():
+            arrays = archive.read(state_array_names(get_model(name)))
+            head.update({k: v for k, v in arrays.items() if k not in head})
+    finally:
+        archive.close()
+    if "latticelab_state" in head:
+        return restore(head, backend, source=str(path), _fresh=True)
+    return restore(head, backend, source=str(path))

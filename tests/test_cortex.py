@@ -261,7 +261,7 @@ def test_lambda_tau_e_above_one_lowers_the_excitatory_firing_rate():
 def test_parameters_name_the_field_and_the_range():
     with pytest.raises(ParameterError, match=r"^r: must be an integer in \[1, L/2\] = \[1, 8\]"):
         CortexParams.create(L=16, r=9)
-    with pytest.raises(ParameterError, match=r"^lambda_tau_e: must be a number in \(0, 100\]"):
+    with pytest.raises(ParameterError, match=r"^lambda_tau_e: must be a number in \[0.01, 100\]"):
         CortexParams.create(lambda_tau_e=0.0)
     with pytest.raises(ParameterError, match=r"^A_i: must be a number in \[-100, 0\]"):
         CortexParams.create(A_i=0.5)

@@ -55,16 +55,17 @@ class CortexParams(ModelParams):
                        "(negative)", unit="mV", ge=-100, le=0)
     tau_i: float = param(10.0, label="Washout tau_i", help="time constant of the inhibitory washout", unit="ms",
                          gt=0, le=1000)
+    # the factors that divide are bounded below by 0.01 (a 100-fold change): below that a washout overflows
     lambda_A_e: float = param(1.0, label="Drug lambda_A_e", help="drug factor: effective A_e = A_e / lambda",
-                              gt=0, le=100)
+                              ge=0.01, le=100)
     lambda_tau_e: float = param(1.0, label="Drug lambda_tau_e", help="drug factor: effective tau_e = tau_e / "
-                                "lambda", gt=0, le=100)
+                                "lambda", ge=0.01, le=100)
     lambda_I_e: float = param(1.0, label="Drug lambda_I_e", help="drug factor: effective I_e = I_e - lambda + 1",
                               ge=-100, le=100)
     lambda_A_i: float = param(1.0, label="Drug lambda_A_i", help="drug factor: effective A_i = A_i * lambda",
                               ge=0, le=100)
     lambda_tau_i: float = param(1.0, label="Drug lambda_tau_i", help="drug factor: effective tau_i = tau_i * "
-                                "lambda", gt=0, le=100)
+                                "lambda", ge=0.01, le=100)
     lambda_I_i: float = param(1.0, label="Drug lambda_I_i", help="drug factor: effective I_i = I_i + lambda - 1",
                               ge=-100, le=100)
 

@@ -51,7 +51,9 @@ class CheckerboardMetropolis:
         if adj.size:
             flat = spins.reshape(-1)
             sums = xp.bincount(adj.segment, weights=flat[adj.neighbours], minlength=adj.size)
-            h.reshape(-1)[adj.sites] = sums.astype(h.dtype)
+            # index by coordinates: h follows spins' memory layout (zeros_like), and reshape(-1) of a
+            # Fortran-ordered h would be a copy, silently dropping the rewired sites' fields
+            h[xp.unravel_index(adj.sites, h.shape)] = sums.astype(h.dtype)
         return h
 
     def sweep(self, spins, T: float, gen):
