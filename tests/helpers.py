@@ -56,3 +56,31 @@ def sample(model, steps: int, burn_in: int = 500) -> dict[str, np.ndarray]:
         energy[i] = -(s[a] * s[b]).sum() / n
         magnet[i] = abs(s.sum()) / n
     return {"energy": energy, "magnetisation": magnet}
+
+
+def scene_canvas(size: int):
+    """A shown VisPy SceneCanvas of ``size`` x ``size`` with the views' background, current; on Qt under a
+    display, else headless EGL; the test is skipped where no OpenGL canvas can be made."""
+    import os
+
+    import pytest
+    import vispy.app
+    from vispy import scene
+
+    name = "pyside6" if os.environ.get("DISPLAY") else "egl"
+    try:
+        application = vispy.app.use_app(name)
+    except Exception:
+        try:
+            application = vispy.app.use_app()
+        except Exception as exc:
+            pytest.skip(f"no OpenGL canvas here: {exc}")
+    try:
+        from latticelab.render.palette import BACKGROUND
+
+        canvas = scene.SceneCanvas(size=(size, size), show=True, app=application, keys=None, bgcolor=BACKGROUND)
+    except Exception as exc:
+        pytest.skip(f"no OpenGL canvas here: {exc}")
+    application.process_events()
+    canvas.set_current()
+    return canvas

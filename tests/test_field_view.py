@@ -11,10 +11,11 @@ through the picture's palette, in 2D, as the 3D cube (peeled) and unfolded, with
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
+
+from helpers import scene_canvas
 
 from latticelab.render import interop
 from latticelab.sim.models.ising import picture as ising
@@ -26,27 +27,9 @@ SIZE = 200
 
 # ------------------------------------------------------------------------------------ helpers ---
 
+
 def _scene_canvas():
-    import vispy.app
-    from vispy import scene
-
-    name = "pyside6" if os.environ.get("DISPLAY") else "egl"
-    try:
-        application = vispy.app.use_app(name)
-    except Exception:
-        try:
-            application = vispy.app.use_app()
-        except Exception as exc:
-            pytest.skip(f"no OpenGL canvas here: {exc}")
-    try:
-        from latticelab.render.palette import BACKGROUND
-
-        canvas = scene.SceneCanvas(size=(SIZE, SIZE), show=True, app=application, keys=None, bgcolor=BACKGROUND)
-    except Exception as exc:
-        pytest.skip(f"no OpenGL canvas here: {exc}")
-    application.process_events()
-    canvas.set_current()
-    return canvas
+    return scene_canvas(SIZE)
 
 
 @pytest.fixture

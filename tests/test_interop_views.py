@@ -4,37 +4,20 @@ encoder's CUDA twin composed with the surface writer -- draws exactly the pixels
 from __future__ import annotations
 
 import logging
-import os
 
 import numpy as np
 import pytest
+
+from helpers import scene_canvas
 
 from latticelab.render import interop
 
 SIZE = 160
 
 
+
 def _scene_canvas():
-    import vispy.app
-    from vispy import scene
-
-    name = "pyside6" if os.environ.get("DISPLAY") else "egl"
-    try:
-        application = vispy.app.use_app(name)
-    except Exception:
-        try:
-            application = vispy.app.use_app()
-        except Exception as exc:
-            pytest.skip(f"no OpenGL canvas here: {exc}")
-    try:
-        from latticelab.render.palette import BACKGROUND
-
-        canvas = scene.SceneCanvas(size=(SIZE, SIZE), show=True, app=application, keys=None, bgcolor=BACKGROUND)
-    except Exception as exc:
-        pytest.skip(f"no OpenGL canvas here: {exc}")
-    application.process_events()
-    canvas.set_current()
-    return canvas
+    return scene_canvas(SIZE)
 
 
 @pytest.fixture

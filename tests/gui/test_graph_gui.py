@@ -35,8 +35,7 @@ def test_graph_tab_shows_the_numbers(make_window, qtbot):
     assert panel.last_error == ""
 
 
-def test_small_world_curve_arrives_while_the_window_runs(make_window, qtbot, monkeypatch):
-    from latticelab.sim.models import get_model
+def test_small_world_curve_arrives_while_the_window_runs(make_window, qtbot):
     window = make_window(L=24, p=0.05, seed=2)
     panel = show_panel(window, qtbot)
     panel.probabilities = [0.001, 0.01, 0.1, 0.5, 1.0]

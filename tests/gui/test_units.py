@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from latticelab.app import scales
-from latticelab.render import palette as view_palette
 from latticelab.render.unfold import UnfoldLayout
 from latticelab.sim.io import free_path, write_atomic
 from latticelab.sim.model import Observable

@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 
 from latticelab.sim.analysis.components import csgraph_labels, label_by_hook_and_jump
-from latticelab.sim.analysis.statistics import size_histogram  # noqa: F401  (the histogram of these sizes)
 from latticelab.sim.backend import array_module, to_numpy
 from latticelab.sim.models.ising.lattice import RewiredLattice
 
