@@ -188,6 +188,13 @@ class HasClusters(Protocol):
 
 
 @runtime_checkable
+class HasMagnetisation(Protocol):
+    def energy_and_magnetisation(self) -> tuple[float, float]:
+        """Energy per cell and signed magnetisation per cell of the current configuration, reduced where the
+        state lives (one small copy back): what critical-temperature studies measure (sim/analysis/critical.py)."""
+
+
+@runtime_checkable
 class HasGraph(Protocol):
     def edges(self) -> np.ndarray:
         """(E, 2) flat cell indices of the model's current interaction graph (host)."""

@@ -1,0 +1,283 @@
+"""Running a study: every point once, in this process or on a Dask cluster, into one tidy table.
+
+The table (one row per point: parameters, run settings, quantities, code version, backend) is CSV always and
+also Parquet when pyarrow is installed. After each finished point the whole table is rewritten and renamed
+into place (sim/io.py), so an interruption at any moment leaves the complete table of the points finished so
+far; running the same study again with the same output skips them (resume). Rows are kept in the study's
+grid order, so a resumed sweep and one run straight through give the same table.
+
+Where the points run (``executor``):
+    in this process (default)                 one after the other
+    workers=N / "auto"                        a Dask LocalCluster on this machine: with CUDA GPUs one worker
+                                              per GPU, each pinned to its GPU (dask-cuda's LocalCUDACluster
+                                              when installed, else the same by CUDA_VISIBLE_DEVICES); without,
+                                              N single-threaded CPU workers ("auto": one per core)
+    scheduler="tcp://host:port"               an existing Dask cluster
+A worker that dies loses only the point it was running: the scheduler gives it to another worker (and a
+point whose code raises is retried twice). Results are written as each point finishes.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from latticelab.sim.io import OutputError, check_output, write_atomic
+from latticelab.sim.studies.point import columns, run_point
+from latticelab.sim.studies.spec import Study
+
+log = logging.getLogger(__name__)
+RETRIES = 2
+
+
+def has_pyarrow() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def table_paths(out) -> tuple[Path, Path | None]:
+    """(CSV path, Parquet path or None) for an output name ending in .csv or .parquet."""
+    out = Path(out)
+    if out.suffix not in (".csv", ".parquet"):
+        raise OutputError(out, "the results table must end in .csv or .parquet")
+    csv_path = out.with_suffix(".csv")
+    parquet = out.with_suffix(".parquet")
+    if out.suffix == ".parquet" and not has_pyarrow():
+        raise OutputError(out, "writing Parquet needs pyarrow (pip install 'latticelab[study]'); "
+                               "or give a .csv name")
+    return csv_path, (parquet if has_pyarrow() else None)
+
+
+# ---- the table ------------------------------------------------------------------------------------------
+def _text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def read_csv_rows(path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def _parse(text: str):
+    if text == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _typed_columns(header, rows):
+    """Column name -> list of values typed per column (int, float or text; '' -> None)."""
+    out = {}
+    for name in header:
+        values = [_parse(r.get(name, "")) for r in rows]
+        present = [v for v in values if v is not None]
+        if present and all(isinstance(v, int) for v in present):
+            out[name] = values
+        elif present and all(isinstance(v, (int, float)) for v in present):
+            out[name] = [None if v is None else float(v) for v in values]
+        else:
+            out[name] = [None if v is None else str(v) for v in values]
+    return out
+
+
+class Table:
+    """The results table: header + text rows in grid order, rewritten atomically on every ``add``."""
+
+    def __init__(self, csv_path: Path, parquet_path: Path | None, header: list[str], order: dict[str, int]):
+        self.csv_path, self.parquet_path, self.header, self.order = csv_path, parquet_path, header, order
+        self.rows: dict[str, dict[str, str]] = {}
+
+    def load(self) -> None:
+        """Take the rows of an existing table (resume); a file that is not such a table is refused."""
+        header, rows = read_csv_rows(self.csv_path)
+        if header != self.header:
+            raise OutputError(self.csv_path, "it exists and is not a results table of this model (its columns "
+                                             "differ); use --overwrite to replace it, or another --out")
+        for row in rows:
+            self.rows[row["point"]] = row
+
+    def add(self, row: dict) -> None:
+        self.rows[row["point"]] = {c: _text(row.get(c)) for c in self.header}
+        self.write()
+
+    def sorted_rows(self) -> list[dict[str, str]]:
+        later = len(self.order)
+        return sorted(self.rows.values(), key=lambda r: self.order.get(r["point"], later))
+
+    def csv_text(self) -> str:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=self.header, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(self.sorted_rows())
+        return buffer.getvalue()
+
+    def write(self) -> None:
+        text = self.csv_text()
+        write_atomic(self.csv_path, lambda f: f.write(text), overwrite=True, binary=False)
+        if self.parquet_path is not None:
+            data = parquet_bytes(self.header, self.sorted_rows())
+            write_atomic(self.parquet_path, lambda f: f.write(data), overwrite=True)
+
+
+def parquet_bytes(header, rows) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.table(_typed_columns(header, rows))
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+# ---- where points run -----------------------------------------------------------------------------------
+def gpu_ids() -> list[str]:
+    """The CUDA devices of this machine (CUDA_VISIBLE_DEVICES if set, else nvidia-smi), without CuPy."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 0:
+        return []
+    return [str(i) for i, line in enumerate(l for l in done.stdout.splitlines() if l.startswith("GPU "))]
+
+
+def local_cluster(workers: int | str = "auto", processes: bool = True):
+    """A Dask cluster on this machine: one worker per GPU (pinned) when there are GPUs, else CPU workers."""
+    gpus = gpu_ids()
+    if gpus:
+        n = len(gpus) if workers in (None, "auto") else min(int(workers), len(gpus))
+        try:
+            from dask_cuda import LocalCUDACluster          # imported only when GPUs are present
+        except ImportError:
+            pass
+        else:
+            return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus[:n]), threads_per_worker=1,
+                                    dashboard_address=":0")
+        from distributed import Nanny, Scheduler, SpecCluster
+        # as LocalCUDACluster does: worker i sees its GPU first (device 0), the others after it
+        specs = {f"gpu-{gpus[i]}": {"cls": Nanny, "options": {
+            "nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": ",".join(gpus[i:] + gpus[:i])}}} for i in range(n)}
+        return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}})
+    from distributed import LocalCluster
+    n = (os.cpu_count() or 1) if workers in (None, "auto") else int(workers)
+    return LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=":0")
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None = None, workers: int | str | None = None, processes: bool = True):
+    """A distributed Client on ``scheduler`` or on a new local cluster (closed afterwards)."""
+    from distributed import Client
+    if not logging.getLogger().isEnabledFor(logging.INFO):      # Dask logs each start at INFO; -v shows it
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+    if scheduler:
+        client = Client(scheduler, timeout="30s")
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    cluster = local_cluster(workers, processes)
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+# ---- the sweep --------------------------------------------------------------------------------------------
+@dataclass
+class SweepResult:
+    csv_path: Path
+    parquet_path: Path | None
+    done: int = 0            # points run now
+    skipped: int = 0         # points found finished in the table
+    failed: list = field(default_factory=list)   # (point, error text)
+
+
+def run_sweep(study: Study, out, *, scheduler: str | None = None, workers: int | str | None = None,
+              overwrite: bool = False, processes: bool = True, progress: bool | None = None,
+              on_row=None) -> SweepResult:
+    """Run every point of ``study`` not yet in the table ``out`` and write each row as it finishes.
+
+    ``workers`` None and no ``scheduler``: in this process. ``progress``: a tqdm bar with the time left
+    (None: only on a terminal). ``on_row(row)`` is called after each row is written (a hook for callers;
+    an exception there stops the sweep, leaving the table of the finished points).
+    """
+    from latticelab.sim.models import get_model
+    csv_path, parquet_path = table_paths(out)
+    header = columns(get_model(study.model))
+    table = Table(csv_path, parquet_path, header, {p.key: i for i, p in enumerate(study.points)})
+    if os.path.exists(csv_path) and not overwrite:
+        check_output(csv_path, overwrite=True)
+        table.load()
+    else:
+        check_output(csv_path, overwrite=overwrite)
+        if parquet_path is not None:
+            check_output(parquet_path, overwrite=overwrite or not os.path.exists(parquet_path))
+    todo = [p for p in study.points if p.key not in table.rows]
+    result = SweepResult(csv_path, parquet_path, skipped=len(study.points) - len(todo))
+    if not table.rows or overwrite:
+        table.write()                           # the header at once: the output is claimed and checked
+
+    from tqdm.auto import tqdm
+    bar = tqdm(total=len(study.points), initial=result.skipped, unit="point", dynamic_ncols=True,
+               disable=(None if progress is None else not progress), file=sys.stderr, desc=Path(study.path).name)
+
+    def finished(row):
+        table.add(row)
+        result.done += 1
+        bar.update(1)
+        if on_row is not None:
+            on_row(row)
+
+    try:
+        if scheduler is None and workers is None:
+            for point in todo:
+                finished(run_point(point))
+        elif todo:
+            with dask_client(scheduler, workers, processes) as client:
+                _run_on_dask(client, todo, finished, result)
+    finally:
+        bar.close()
+    return result
+
+
+def _run_on_dask(client, todo, finished, result) -> None:
+    from distributed import as_completed
+    futures = {client.submit(run_point, point, key=f"latticelab-point-{point.key}", pure=False,
+                             retries=RETRIES): point for point in todo}
+    try:
+        for future in as_completed(futures):
+            point = futures[future]
+            try:
+                row = future.result()
+            except Exception as exc:        # a point that failed on every try (KilledWorker included)
+                result.failed.append((point, f"{type(exc).__name__}: {exc}"))
+                log.warning("point %s failed: %s", point.values, exc)
+                continue
+            finished(row)
+    except BaseException:
+        client.cancel(list(futures))
+        raise
