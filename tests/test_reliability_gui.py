@@ -10,9 +10,11 @@ import time
 
 import pytest
 
-from latticelab.app import cli
-from latticelab.app.settings import check_settings_file
-from latticelab.sim.params import ParameterError
+pytest.importorskip("PySide6")   # the settings check reads files with Qt's own INI reader
+
+from latticelab.app import cli  # noqa: E402
+from latticelab.app.settings import check_settings_file  # noqa: E402
+from latticelab.sim.params import ParameterError  # noqa: E402
 
 
 def _state_file(path):
