@@ -53,7 +53,7 @@ BAD = [
     ("[[change]]\nstep = 0\nL = 64\n", r"line 3 change #1: L: cannot change during a run"),
     ("[[change]]\nstep = 0\nseed = 3\n", r"line 3 change #1: seed: cannot change during a run"),
     ("[[change]]\nstep = 0\n\nn_i = -1.0\n", r"line 4 change #1: n_i: must be a number in \[0, 100\]; got -1.0"),
-    ("[[change]]\nstep = 3\nlambda_tau_e = 0\n", r"line 3 change #1: lambda_tau_e: must be a number in \(0, 100\]"),
+    ("[[change]]\nstep = 3\nlambda_tau_e = 0\n", r"line 3 change #1: lambda_tau_e: must be a number in \[0.01, 100\]"),
     ("[[change]]\nstep = 3\nI_e = \"high\"\n", r"line 3 change #1: I_e: must be a finite number"),
     ("[[change]]\nstep = 3\nI_e = nan\n", r"line 3 change #1: I_e: must be a finite number"),
     ("[[change]]\nstep = -5\nI_e = 1.0\n", r"line 2 change #1: step: must be an integer >= 0; got -5"),
