@@ -181,6 +181,8 @@ def allowed_text(cls: type[ModelParams], name: str) -> str:
 
 
 def _num(value) -> str:
+    if isinstance(value, int) and value >= 2 ** 20 and value & (value - 1) == 0:
+        return f"2**{value.bit_length() - 1}"          # 2**63 reads better than 9,223,372,036,854,775,808
     return f"{value:,}" if isinstance(value, int) and abs(value) >= 10 ** 6 else f"{value:g}" \
         if isinstance(value, float) else str(value)
 
