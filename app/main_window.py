@@ -489,7 +489,13 @@ class MainWindow(QtWidgets.QMainWindow):
                 # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
                 budget = FRAME_BUDGET_S if self.adaptive and self._step_target is None else None
                 self.field_view.before_step()
-                self._counters["steps"] += self.runner.advance(limit, budget)
+                try:
+                    self._counters["steps"] += self.runner.advance(limit, budget)
+                except ParameterError as exc:    # a model that can no longer step (a diverged field): say so, pause
+                    self.set_running(False)
+                    self._step_target = None
+                    self._target_reached.clear()
+                    self.show_message(str(exc), error=True)
             self._refresh_view()
             if self._step_target is not None and self.model.step_count >= self._step_target:
                 self._finish_target()

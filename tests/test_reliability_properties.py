@@ -10,6 +10,7 @@ fields that set the size are kept small here.
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 from pathlib import Path
 
@@ -32,7 +33,10 @@ SIZE = {
 }
 EXTRA_CHOICES = {("ising", "algorithm"): ["1:1", "2:1", "1:3"]}
 pytestmark = pytest.mark.filterwarnings("ignore:washout:Warning")   # cortex: extreme random time constants
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+# In CI (CI=true, set by .ci/test) the examples are derived from the test's name, so a run is repeatable and a
+# submission's result does not depend on luck; on a developer's machine every run explores new examples.
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+                derandomize=bool(os.environ.get("CI")))
 
 
 def field_strategy(name: str, field: str):
@@ -141,7 +145,12 @@ def runner_machine(name: str):
         @rule(steps=st.integers(1, 3))
         def advance(self, steps):
             with np.errstate(all="ignore"):
-                assert self.runner.advance(steps) == steps
+                try:
+                    assert self.runner.advance(steps) == steps
+                except ParameterError as exc:
+                    # a model whose state diverged says so (never steps on silently); a reset recovers it
+                    assert "diverged" in str(exc), exc
+                    self.runner.reset()
 
         @rule()
         def reset(self):

@@ -155,6 +155,9 @@ class CahnHilliardModel(Model):
             raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
         for _ in range(int(n)):
             self._advance(self._dt_current, adapt=True)
+        if n and not bool(self.xp.isfinite(self.phi).all()):   # one reduction per call, not per step
+            raise ParameterError("dt", f"the field diverged (non-finite values) by t = {self._time:.6g}: the steps are "
+                                       "unstable for this field and noise; lower dt or thermal, then reset")
 
     def advance_to(self, t: float) -> None:
         """Step until the simulated time is exactly ``t`` (the last step shortened to land on it)."""
