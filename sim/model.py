@@ -47,6 +47,8 @@ class Model(abc.ABC):
         state_format  version of the arrays ``get_state`` writes; bump it when they change
         marks_label   what ``picture(marks=True)`` adds, for a check box ("Show rewired links"), or None
         small_example parameters of a small instance that steps in milliseconds on the CPU (tests, demos)
+        format_1_layout  for the one model latticelab 0.1 saved (format 1, before the model name was stored):
+                      where its parameters and arrays stood; sim/state.py upgrades such files (None for others)
     """
 
     name: ClassVar[str]
@@ -57,6 +59,7 @@ class Model(abc.ABC):
     state_format: ClassVar[int] = 1
     marks_label: ClassVar[str | None] = None
     small_example: ClassVar[dict] = {}
+    format_1_layout: ClassVar[dict | None] = None
 
     # ---- construction -------------------------------------------------------------------------
     @abc.abstractmethod

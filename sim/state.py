@@ -60,12 +60,14 @@ def state_of(model) -> dict[str, np.ndarray]:
     return state
 
 
-# Format 1 (latticelab 0.1, Ising only): the parameters and counters at the top level, marked by ``format`` = 1.
-LEGACY_FORMAT_1 = {"model": "ising", "model_format": 1,
-                   "params": ("seed", "dim", "L", "T", "p", "rewire_dims", "algorithm"),
-                   "defaults": {"start": "hot"},    # reset-only parameters 0.1 did not store
-                   "arrays": ("streams_used", "step_count", "phase", "rewired_ends", "spins", "flipped",
-                              "rewired_edge_ids", "new_edges")}
+def format_1_layout() -> tuple[str, dict]:
+    """(model name, layout) of format-1 files (latticelab 0.1: one model, its parameters and counters at the top
+    level, marked by ``format`` = 1): the registered model that declares ``Model.format_1_layout``."""
+    from latticelab.sim.models import all_models
+    readers = [(name, cls.format_1_layout) for name, cls in all_models().items() if cls.format_1_layout]
+    if len(readers) != 1:
+        raise RuntimeError(f"exactly one model must read format-1 states; found {[n for n, _ in readers]}")
+    return readers[0]
 
 
 def upgrade(state: dict) -> dict:
@@ -78,8 +80,8 @@ def upgrade(state: dict) -> dict:
         return state
     if version != 1:
         return state
-    legacy = LEGACY_FORMAT_1
-    out = {"latticelab_state": np.int64(FORMAT), "model": np.str_(legacy["model"]),
+    name, legacy = format_1_layout()
+    out = {"latticelab_state": np.int64(FORMAT), "model": np.str_(name),
            "model_format": np.int64(legacy["model_format"])}
     out.update({PARAM + k: state[k] for k in legacy["params"] if k in state})
     out.update({PARAM + k: np.asarray(v) for k, v in legacy["defaults"].items()})
@@ -295,8 +297,9 @@ def load_state(path, backend: str = "auto"):
     archive = _Archive(path)
     try:
         if "latticelab_state" not in archive.members and "format" in archive.members:   # format 1
-            head = archive.read(["format", *LEGACY_FORMAT_1["params"]], per_member=SCALAR_LIMIT)
-            head.update(archive.read(LEGACY_FORMAT_1["arrays"]))
+            legacy = format_1_layout()[1]
+            head = archive.read(["format", *legacy["params"]], per_member=SCALAR_LIMIT)
+            head.update(archive.read(legacy["arrays"]))
             head = upgrade(head)
         else:
             head = archive.read([k for k in archive.members if k in HEADER or k.startswith(PARAM)],

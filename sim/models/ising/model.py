@@ -45,6 +45,12 @@ class IsingModel(Model):
     state_format = 1
     marks_label = "Show rewired links"
     small_example = {"dim": 2, "L": 16, "T": 2.3, "p": 0.05, "algorithm": "2:1"}
+    # latticelab 0.1 saved Ising states only, parameters and counters at the top level (sim/state.py upgrades them)
+    format_1_layout = {"model_format": 1,
+                       "params": ("seed", "dim", "L", "T", "p", "rewire_dims", "algorithm"),
+                       "defaults": {"start": "hot"},    # reset-only parameters 0.1 did not store
+                       "arrays": ("streams_used", "step_count", "phase", "rewired_ends", "spins", "flipped",
+                                  "rewired_edge_ids", "new_edges")}
 
     def __init__(self, params: IsingParams | None = None, backend: str = "auto", *,
                  lattice: RewiredLattice | None = None, **values):
