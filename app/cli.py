@@ -20,6 +20,7 @@ import time
 from latticelab.sim.params import allowed_text
 
 BACKENDS = ("auto", "cuda", "numpy")
+DEFAULT_STEPS = 100
 
 
 class UsageError(Exception):
@@ -84,6 +85,38 @@ def check_foreign_options(args, schema, all_schemas) -> None:
                 raise UsageError(f"{option_name(name)} is not a parameter of {schema.model_name}")
 
 
+def add_record_options(group, existing: str = "an existing file is kept unless --overwrite") -> None:
+    """--record, --record-every, --fps: a movie of the run (``latticelab run`` and the scripted ``latticelab gui``);
+    ``existing`` says what happens to an existing file."""
+    group.add_argument("--record", metavar="PATH", default=None,
+                       help=f"record a movie: *.mp4, or a new folder for PNG frames ({existing})")
+    group.add_argument("--record-every", type=_typed(int), default=1, metavar="N",
+                       help="one frame every N steps (default 1)")
+    group.add_argument("--fps", type=_typed(float), default=25.0, metavar="F",
+                       help="frames per second of the movie (default 25)")
+
+
+def check_record_options(args) -> None:
+    """--record-every and --fps in range (UsageError naming the option), before anything starts."""
+    import math
+    if args.record_every < 1:
+        raise UsageError(f"--record-every: must be an integer >= 1 (steps between frames); got {args.record_every}")
+    if not (math.isfinite(args.fps) and 0.1 <= args.fps <= 1000):
+        raise UsageError(f"--fps: must be a number of frames per second in [0.1, 1000]; got {args.fps!r}")
+
+
+def add_model_run_options(parser: argparse.ArgumentParser, cls) -> None:
+    """The extra inputs and outputs a model declares for headless runs (``Model.run_options``, sim/model.py)."""
+    if not cls.run_options:
+        return
+    group = parser.add_argument_group(f"{cls.title}: inputs and outputs")
+    for option in cls.run_options:
+        if option.name in cls.Params.model_fields:
+            raise ValueError(f"{cls.name}: run option {option.name!r} is also a parameter")   # a bug in the model
+        group.add_argument(option_name(option.name), dest=option.name, default=None, metavar=option.metavar,
+                           help=option.help)
+
+
 def build_parser(extra_commands=()) -> argparse.ArgumentParser:
     from latticelab.sim.models import all_models
 
@@ -99,10 +132,14 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
         add_parameter_options(p, [cls.Params], f"{cls.title} (default: the model's defaults)")
         g = p.add_argument_group("running")
         g.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
-        g.add_argument("--steps", type=int, default=100, help="number of steps to record")
+        g.add_argument("--steps", type=int, default=None, help=f"number of steps to record (default {DEFAULT_STEPS})")
+        g.add_argument("--until", type=_typed(float), default=None, metavar="T",
+                       help=f"record until the model's time ({cls.time_label}) reaches T, instead of a number of steps")
         g.add_argument("--equilibrate", type=int, default=0, help="steps to run before recording")
         g.add_argument("--csv", help="write one row per step with the observables to this file")
-        g.add_argument("--overwrite", action="store_true", help="replace an existing CSV file")
+        g.add_argument("--overwrite", action="store_true", help="replace existing output files")
+        add_record_options(p.add_argument_group("movie (frames at one pixel per cell; 3D: the layers as tiles)"))
+        add_model_run_options(p, cls)
         p.set_defaults(handler=run_model)
 
     gui = sub.add_parser("gui", help="the desktop application (default when no command is given)")
@@ -147,61 +184,179 @@ def _interruptible():
             signal.signal(sig, handler)
 
 
+def _run_length(args) -> tuple[int | None, float | None]:
+    """(steps, until): exactly one of them, checked."""
+    import math
+    if args.steps is not None and args.until is not None:
+        raise UsageError("give --steps or --until, not both")
+    if args.equilibrate < 0:
+        raise UsageError(f"--equilibrate: must be a non-negative integer; got {args.equilibrate}")
+    if args.until is not None:
+        if not (math.isfinite(args.until) and args.until > 0):
+            raise UsageError(f"--until: must be a finite time > 0; got {args.until!r}")
+        return None, float(args.until)
+    steps = DEFAULT_STEPS if args.steps is None else args.steps
+    if steps < 0:
+        raise UsageError(f"--steps: must be a non-negative integer; got {steps}")
+    return steps, None
+
+
+def _check_outputs(args, cls) -> dict[str, str]:
+    """{option: path} of every file the run writes, each checked now (OutputError before any work)."""
+    from latticelab.sim.io import check_output
+    outputs = {"--csv": args.csv}
+    outputs.update({option_name(o.name): getattr(args, o.name) for o in cls.run_options if o.output})
+    outputs = {k: v for k, v in outputs.items() if v}
+    seen: dict[str, str] = {}
+    for option, path in outputs.items():
+        key = os.path.abspath(path)
+        if key in seen or (args.record and key == os.path.abspath(args.record)):
+            raise UsageError(f"{option}: {path} is also the file of {seen.get(key, '--record')}; give each "
+                             "output its own name")
+        seen[key] = option
+        check_output(path, overwrite=args.overwrite)
+    if args.record:
+        from latticelab.sim.recording import check_target
+        check_target(args.record, overwrite=args.overwrite)
+    return outputs
+
+
+def _progress(total: float, description: str, unit: str, stream, leave: bool = True):
+    """A tqdm bar with the time left on a terminal (``leave``: its last state stays on the screen); a bar that
+    shows nothing otherwise (pipes, files, CI)."""
+    from tqdm import tqdm
+    whole = float(total).is_integer()
+    counts = "{n_fmt}/{total_fmt}" if whole else "{n:.4g}/{total:.4g}"
+    return tqdm(total=int(total) if whole else float(total), desc=description, unit=unit, file=stream,
+                disable=not (hasattr(stream, "isatty") and stream.isatty()), leave=leave, dynamic_ncols=True,
+                bar_format="{l_bar}{bar}| " + counts + " {unit} [{elapsed}<{remaining}]")
+
+
 def run_model(args) -> int:
     """``latticelab run <model>``: steps a model headless and prints (or writes as CSV) its observables.
 
-    The CSV is kept in memory and written atomically when the run is complete, so an interrupted run leaves
-    the old file (or none); the output path is checked before the run starts."""
+    The run records ``--steps`` steps or until the model's time reaches ``--until``, after ``--equilibrate``
+    steps. The model's own options (``Model.run_options``: input files, extra outputs) act through its
+    ``RunHooks``; ``--record`` makes a movie of the recorded steps (sim/recording.py). Every output is kept in
+    memory (the movie: under a temporary name) and written atomically when the run is complete, so an
+    interrupted run leaves the old files (or none); the output paths are checked before the run starts. On a
+    terminal a progress bar shows the time left."""
     import signal
 
-    from latticelab.sim.io import check_output, open_atomic
+    from latticelab.sim.io import open_atomic
     from latticelab.sim.models import get_model
+    from latticelab.sim.params import ParameterError
 
     cls = get_model(args.model)
-    if args.steps < 0 or args.equilibrate < 0:
-        raise UsageError("--steps and --equilibrate must be non-negative integers")
-    if args.csv:
-        check_output(args.csv, overwrite=args.overwrite)   # OutputError: one line, before any work
+    steps, until = _run_length(args)
+    if args.record:
+        check_record_options(args)
+    outputs = _check_outputs(args, cls)
     model = cls.create(backend=args.backend, **given_parameters(args, cls.Params))
+    hooks = cls.run_hooks({o.name: getattr(args, o.name) for o in cls.run_options})
+    try:
+        hooks.start(model)
+    except ParameterError as exc:         # the model's own inputs (a file): name the option
+        raise UsageError(f"{option_name(exc.parameter)}: {str(exc).removeprefix(exc.parameter + ': ')}") from None
+    recorder = _recorder(args)
     names = [o.name for o in cls.declared_observables]
     time_column = cls.time_label.replace(" ", "_")
     rows = text_io.StringIO() if args.csv else None
     writer = csv.DictWriter(rows, fieldnames=[time_column, *names]) if rows else None
     if writer:
         writer.writeheader()
-    phase, done = "equilibration", 0
+    phase, done, bar = "equilibration", 0, None
+    elapsed = 0.0
     try:
         with _interruptible():
             summary = " ".join(f"{k}={v}" for k, v in model.params.model_dump().items())
             print(f"latticelab: {cls.title} {summary} on {model.backend_name} [{model.device_name}]",
                   file=sys.stderr)
+            if args.equilibrate:
+                bar = _progress(args.equilibrate, "equilibrating", "steps", sys.stderr, leave=False)
             for done in range(1, args.equilibrate + 1):
-                model.step(1)
+                hooks.before_step(model)
+                hooks.step(model)
+                bar.update(1)
+            if bar is not None:
+                bar.close()
             phase, done = "recording", 0
+            if until is None:
+                bar = _progress(steps, "recording", "steps", sys.stderr)
+            else:
+                bar = _progress(max(until - model.time, 0.0), "recording", cls.time_label, sys.stderr)
+            _record_frame(recorder, model)
             start = time.perf_counter()
-            for done in range(1, args.steps + 1):
-                model.step(1)
+            while (done < steps) if until is None else (model.time < until):
+                hooks.before_step(model)
+                before = model.time
+                hooks.step(model, until)
+                hooks.after_step(model)
+                done += 1
                 if writer:
                     writer.writerow({time_column: model.time, **model.observables()})
+                _record_frame(recorder, model)
+                bar.update(1 if until is None else min(model.time, until) - before)
             elapsed = time.perf_counter() - start
+            bar.close()
             phase = "writing"
             if rows is not None:
                 with open_atomic(args.csv, overwrite=args.overwrite, binary=False) as f:
                     f.write(rows.getvalue())
+            for option, write in hooks.outputs(model).items():
+                with open_atomic(getattr(args, option), overwrite=args.overwrite, binary=False) as f:
+                    write(f)
+                print(f"latticelab: wrote {getattr(args, option)}", file=sys.stderr)
+            if recorder is not None:
+                result, recorder = recorder.close(), None
+                print(f"latticelab: {result.describe()}", file=sys.stderr)
     except Interrupted as exc:
-        total = args.equilibrate if phase == "equilibration" else args.steps
-        where = (f"while writing {args.csv}" if phase == "writing"
-                 else f"during {phase} after {done - 1 if done else 0} of {total} steps")
-        kept = ""
-        if args.csv:
-            kept = (f"; {args.csv} was left as it was" if os.path.exists(args.csv)
-                    else f"; {args.csv} was not written")
+        if bar is not None:
+            bar.close()
+        if recorder is not None:
+            recorder.abort()
+        total = args.equilibrate if phase == "equilibration" else (steps if until is None else None)
+        completed = done - 1 if done and phase == "equilibration" else done    # the loop's step was cut short
+        how_far = (f" of {total} steps" if total is not None
+                   else f" steps ({cls.time_label} {model.time:g} of {until:g})")
+        where = (f"while writing {', '.join(outputs.values())}" if phase == "writing"
+                 else f"during {phase} after {completed}{how_far}")
+        kept = "".join(f"; {path} was left as it was" if os.path.exists(path) else f"; {path} was not written"
+                       for path in outputs.values())
+        if args.record:
+            kept += f"; the recording {args.record} was not kept"
         print(f"latticelab: interrupted ({signal.Signals(exc.signum).name}) {where}{kept}", file=sys.stderr)
         return 128 + exc.signum
+    except BaseException:
+        if recorder is not None:
+            recorder.abort()
+        raise
+    for note in hooks.notes():
+        print(f"latticelab: {note}", file=sys.stderr)
     obs = model.observables()
-    print(f"step {model.step_count}: " + "  ".join(f"{k} {v:.6f}" for k, v in obs.items())
-          + f"  ({args.steps / max(elapsed, 1e-9):.1f} steps/s)")
+    clock = f" ({cls.time_label} {model.time:g})" if until is not None else ""
+    print(f"step {model.step_count}{clock}: " + "  ".join(f"{k} {v:.6f}" for k, v in obs.items())
+          + f"  ({done / max(elapsed, 1e-9):.1f} steps/s)")
     return 0
+
+
+def _recorder(args):
+    """The movie recorder of ``--record`` (None without it); its notes (an encoder fallback) on stderr."""
+    if not args.record:
+        return None
+    from latticelab.sim.recording import FrameRecorder
+    check_record_options(args)
+    recorder = FrameRecorder(args.record, fps=args.fps, every=args.record_every, overwrite=args.overwrite)
+    for note in recorder.notes:
+        print(f"latticelab: {note}", file=sys.stderr)
+    return recorder
+
+
+def _record_frame(recorder, model) -> None:
+    """Add the model's picture at one pixel per cell when a frame is due (the writer thread encodes it)."""
+    if recorder is not None and recorder.due(model.step_count):
+        from latticelab.sim.recording import cells_image
+        recorder.add(cells_image(model.picture().colours()), model.step_count)
 
 
 def _no_display_reason() -> str | None:

@@ -1,14 +1,18 @@
 """The controls dock: the running model's parameter form (generated from its schema, app/form.py), a reset
 button, and the run and view options that every model shares.
 
-The panel only turns widget changes into signals; the window decides what they do. ``set_schema`` swaps the
-parameter form when the model changes kind.
+The panel only turns widget changes into signals; the window decides what they do. ``set_model`` swaps the
+parameter form when the model changes kind and shows only the view options that apply to it (marks for a model
+that has marks, the highlight for one that reports changed cells); ``set_geometry`` shows the 3D options
+(peel, unfold) only for a 3D cell grid.
 """
 from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.form import ParameterForm
+from latticelab.app.settings import SCHEMA as SETTINGS_SCHEMA
+from latticelab.sim.model import Model
 
 
 class ControlsPanel(QtWidgets.QWidget):
@@ -56,6 +60,7 @@ class ControlsPanel(QtWidgets.QWidget):
         form.addRow(self.show_links)
         form.addRow("3D peel", row)
         form.addRow(self.unfold)
+        self.view_form, self.peel_row = form, row
         layout.addWidget(view)
         layout.addStretch(1)
 
@@ -65,6 +70,12 @@ class ControlsPanel(QtWidgets.QWidget):
         self.peel.valueChanged.connect(self._peel_moved)
 
     # ---- the model's part --------------------------------------------------------------------------
+    def set_model(self, model_class: type[Model]) -> None:
+        """The form of ``model_class``'s schema, and only the view options that apply to it."""
+        self.set_schema(model_class.Params, model_class.marks_label)
+        # a model that keeps the base class's changed() (which is always None) has nothing to highlight
+        self.highlight.setVisible(model_class.changed is not Model.changed)
+
     def set_schema(self, schema, marks_label: str | None) -> None:
         """Show the parameter form of ``schema``; ``marks_label`` names the model's marks (None: it has none)."""
         if self.form is not None and self.form.schema is schema:
@@ -86,13 +97,33 @@ class ControlsPanel(QtWidgets.QWidget):
         self.form.show_values(values)
 
     def set_geometry(self, shape: tuple[int, ...]) -> None:
-        """Enable the 3D options for 3D models and bound the peel by the cube's height."""
-        with QtCore.QSignalBlocker(self.peel):
-            self.peel.setRange(0, max(shape[0] - 1, 0))
+        """Show the 3D options (peel, unfold) for a 3D cell grid only, the peel bounded by the cube's height.
+        In 2D they are hidden and disabled; the peel keeps its value for the next 3D model."""
         three_d = len(shape) == 3
+        if three_d:
+            with QtCore.QSignalBlocker(self.peel):
+                self.peel.setRange(0, max(shape[0] - 1, 0))
         self.peel.setEnabled(three_d)
         self.unfold.setEnabled(three_d)
+        self.view_form.setRowVisible(self.peel_row, three_d)
+        self.view_form.setRowVisible(self.unfold, three_d)
         self.peel_label.setText(str(self.peel.value()))
+
+    def show_field_error(self, name: str, message: str, value=None) -> None:
+        """A refused value of parameter ``name``: the message under its field (app/form.py)."""
+        if self.form is not None:
+            self.form.show_error(name, message, value)
+
+    def restore_view_defaults(self) -> None:
+        """The run and view options back to their defaults (app/settings.py); the signals tell the window."""
+        defaults = {key.split("/", 1)[1]: default for key, (_check, default) in SETTINGS_SCHEMA.items()
+                    if key.startswith(("view/", "run/"))}
+        self.steps_per_frame.setValue(defaults["steps_per_frame"])
+        self.adaptive.setChecked(defaults["adaptive"])
+        self.highlight.setChecked(defaults["highlight"])
+        self.show_links.setChecked(defaults["show_links"])
+        self.unfold.setChecked(defaults["unfold"])
+        self.peel.setValue(defaults["peel"])
 
     def _peel_moved(self, layers: int) -> None:
         self.peel_label.setText(str(layers))

@@ -6,8 +6,16 @@ then logarithmic ("zero_log"), an update schedule with an m:w hybrid ("schedule"
 ("lattice_size"), a dimension chooser ("dimension"). Every widget emits ``edited(name, value)`` with the value
 as typed (text that does not parse is passed on, so the schema names the problem); the window decides what a
 change does. ``show_values(values)`` sets every widget from values without emitting anything.
+
+Numbers are typed into plain line edits, never spin boxes: a spin box's validator rewrites what it cannot
+take ("-5" became 5, "1e9" became 19, "0" was reverted without a word). Here the text is parsed as typed and
+the schema judges it; when the window refuses a value, ``show_error`` puts the refusal (the ParameterError's
+text, naming the parameter and what is allowed) in a small red line under the field and leaves the typed text
+in the box to be corrected. The next values shown (``show_values``) clear it.
 """
 from __future__ import annotations
+
+import decimal
 
 from PySide6 import QtCore, QtWidgets
 
@@ -15,16 +23,27 @@ from latticelab.app import scales
 from latticelab.sim.params import ModelParams, allowed_text
 
 
+ERROR_COLOUR = "#d32f2f"
+_EXACT_INT_DIGITS = 30     # "1e9" in an integer field is 10**9 exactly; beyond 10**30 no field wants it exact
+
+
 def _parse_number(text: str, kind: type):
+    """The number ``text`` spells, as ``kind`` where it is one exactly ("1e9" in an integer field is the int
+    10**9; "16.9" stays the float 16.9, which the schema refuses as an integer). Text that is not a number is
+    returned unchanged, so the schema's message names it."""
     text = text.strip()
     try:
         return kind(text)
     except ValueError:
-        try:
-            value = float(text)
-        except ValueError:
-            return text            # not a number: the schema says what is allowed
-        return int(value) if kind is int and value.is_integer() else value
+        pass
+    try:
+        number = decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        return text
+    if kind is int and number.is_finite() and number == number.to_integral_value() \
+            and number.adjusted() <= _EXACT_INT_DIGITS:
+        return int(number)
+    return float(number)
 
 
 def _format(value) -> str:
@@ -34,7 +53,10 @@ def _format(value) -> str:
 
 
 class FieldWidget(QtWidgets.QWidget):
-    """Base of a field's widget: ``edited(name, value)`` on a user change; ``show_value`` without signals."""
+    """Base of a field's widget: ``edited(name, value)`` on a user change; ``show_value`` without signals.
+
+    Subclasses put their widgets into ``layout_`` (one row); under it sits ``error_label``, hidden until the
+    window refuses a value (``show_error``)."""
 
     edited = QtCore.Signal(str, object)
 
@@ -43,8 +65,18 @@ class FieldWidget(QtWidgets.QWidget):
         self.name, self.info, self.schema = name, info, schema
         self.setObjectName(f"field_{name}")
         self.setToolTip(self._tooltip())
-        self.layout_ = QtWidgets.QHBoxLayout(self)
+        column = QtWidgets.QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(1)
+        self.layout_ = QtWidgets.QHBoxLayout()
         self.layout_.setContentsMargins(0, 0, 0, 0)
+        column.addLayout(self.layout_)
+        self.error_label = QtWidgets.QLabel(objectName=f"{name}_error", wordWrap=True)
+        self.error_label.setStyleSheet(f"color: {ERROR_COLOUR}; font-size: small;")
+        self.error_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.hide()
+        column.addWidget(self.error_label)
+        self._typed: tuple[str, object] | None = None    # (text, value) of the last edit typed into a box
 
     def _tooltip(self) -> str:
         unit = f" [{self.info['unit']}]" if self.info.get("unit") else ""
@@ -54,6 +86,42 @@ class FieldWidget(QtWidgets.QWidget):
 
     def emit(self, value) -> None:
         self.edited.emit(self.name, value)
+
+    def emit_typed(self, text: str, value) -> None:
+        """Emit ``value``, parsed from ``text`` typed into the field's box (kept to show it again if refused)."""
+        self._typed = (text, value)
+        self.emit(value)
+
+    def text_box(self) -> QtWidgets.QLineEdit | None:
+        """The line edit the user types the value into, if the field has one."""
+        return getattr(self, "box", None)
+
+    # ---- a refused value ------------------------------------------------------------------------------
+    def show_error(self, message: str, value=None) -> None:
+        """Show ``message`` under the field; when ``value`` is what was last typed into the box, put that text
+        back (the window has just shown the model's value again) so the user can correct it."""
+        self.error_label.setText(message)
+        self.error_label.show()
+        box = self.text_box()
+        if box is None:
+            return
+        box.setStyleSheet(f"QLineEdit {{ border: 1px solid {ERROR_COLOUR}; }}")
+        if self._typed is not None and _same(self._typed[1], value):
+            with QtCore.QSignalBlocker(box):
+                box.setText(self._typed[0])
+
+    def clear_error(self) -> None:
+        if self.error_label.isHidden():
+            return
+        self.error_label.clear()
+        self.error_label.hide()
+        box = self.text_box()
+        if box is not None:
+            box.setStyleSheet("")
+
+    def error(self) -> str:
+        """The message shown under the field ("" when none)."""
+        return "" if self.error_label.isHidden() else self.error_label.text()
 
     def show_value(self, value, values: dict) -> None:
         raise NotImplementedError
@@ -81,14 +149,17 @@ class ChoiceField(FieldWidget):
     def _text_of(self, value) -> str:
         return f"{value}{self.suffix}"
 
+    def text_box(self) -> QtWidgets.QLineEdit | None:
+        return self.combo.lineEdit()
+
     def _edited(self) -> None:
         text = self.combo.currentText()
         for item in self._items:
             if self._text_of(item) == text:
-                self.emit(item)
+                self.emit_typed(text, item)
                 return
         kind = self.info["type"]
-        self.emit(_parse_number(text.removesuffix(self.suffix), kind) if kind in (int, float) else text)
+        self.emit_typed(text, _parse_number(text.removesuffix(self.suffix), kind) if kind in (int, float) else text)
 
     def show_value(self, value, values: dict) -> None:
         items = self.info.get("choices") or self.schema.options(self.name, values) or ()
@@ -121,8 +192,8 @@ class NumberField(FieldWidget):
         self.box.editingFinished.connect(self._edited)
 
     def _edited(self) -> None:
-        kind = self.info["type"]
-        self.emit(_parse_number(self.box.text(), kind) if kind in (int, float) else self.box.text())
+        kind, text = self.info["type"], self.box.text()
+        self.emit_typed(text, _parse_number(text, kind) if kind in (int, float) else text)
 
     def show_value(self, value, values: dict) -> None:
         blockers = self.blocked()
@@ -130,23 +201,10 @@ class NumberField(FieldWidget):
         del blockers
 
 
-class IntegerField(FieldWidget):
-    """A spin box for integers with the schema's bounds (seeds, counts)."""
-
-    def __init__(self, name, info, schema):
-        super().__init__(name, info, schema)
-        b = info["bounds"]
-        low = b.get("ge", b.get("gt", -2 ** 31 + 1) + (1 if "gt" in b else 0))
-        high = b.get("le", b.get("lt", 2 ** 31) - (1 if "lt" in b else 0))
-        self.spin = QtWidgets.QSpinBox(objectName=f"{name}_spin", minimum=max(int(low), -2 ** 31 + 1),
-                                       maximum=min(int(high), 2 ** 31 - 1))
-        self.layout_.addWidget(self.spin)
-        self.spin.valueChanged.connect(self.emit)
-
-    def show_value(self, value, values: dict) -> None:
-        blockers = self.blocked()
-        self.spin.setValue(min(int(value), self.spin.maximum()))
-        del blockers
+class IntegerField(NumberField):
+    """An integer (seeds, counts) typed as text: "1e9" is 10**9, "-5" and "16.9" go to the schema, which says
+    what is allowed; nothing is clipped or rewritten, and nothing applies before Enter (a rebuild field in a
+    spin box made a new model at every keystroke)."""
 
 
 class CentredSlider(FieldWidget):
@@ -180,11 +238,12 @@ class CentredSlider(FieldWidget):
         self.emit(value)
 
     def _box_edited(self) -> None:
-        value = _parse_number(self.box.text(), float)
+        text = self.box.text()
+        value = _parse_number(text, float)
         if isinstance(value, (int, float)) and value > 0:
             with QtCore.QSignalBlocker(self.slider):
                 self.slider.setValue(scales.position_of_temperature(value, self.centre_value))
-        self.emit(value)
+        self.emit_typed(text, value)
 
     def _to_centre(self) -> None:
         self.box.setText(_format(self.centre_value))
@@ -226,11 +285,12 @@ class ZeroLogSlider(FieldWidget):
         self.emit(_parse_number(self.box.text(), float))
 
     def _box_edited(self) -> None:
-        value = _parse_number(self.box.text(), float)
+        text = self.box.text()
+        value = _parse_number(text, float)
         if isinstance(value, (int, float)) and 0 <= value <= 1:
             with QtCore.QSignalBlocker(self.slider):
                 self.slider.setValue(scales.position_of_p(value))
-        self.emit(value)
+        self.emit_typed(text, value)
 
     def show_value(self, value, values: dict) -> None:
         blockers = self.blocked()
@@ -295,6 +355,17 @@ def _format_p(p: float) -> str:
     return "0" if p == 0 else f"{p:.3g}"
 
 
+def _same(a, b) -> bool:
+    """Whether two parsed values are the same input (NaN equals NaN here: "nan" typed twice is one input)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and a != a:
+        return b != b
+    return bool(a == b)
+
+
 def make_field(name: str, info: dict, schema: type[ModelParams]) -> FieldWidget:
     widget = info.get("widget")
     if widget == "critical_temperature":
@@ -347,5 +418,16 @@ class ParameterForm(QtWidgets.QWidget):
         return self.fields[name]
 
     def show_values(self, values: dict) -> None:
+        """Every field from ``values`` (the model's), without signals; messages under fields are cleared."""
         for name, widget in self.fields.items():
+            widget.clear_error()
             widget.show_value(values[name], values)
+
+    def show_error(self, name: str, message: str, value=None) -> None:
+        """``message`` under field ``name`` (see FieldWidget.show_error); ignored for a name not in the form."""
+        if name in self.fields:
+            self.fields[name].show_error(message, value)
+
+    def errors(self) -> dict[str, str]:
+        """Field name -> the message shown under it, for the fields that show one."""
+        return {name: w.error() for name, w in self.fields.items() if w.error()}

@@ -40,6 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
     s.add_argument("--window-size", default=None, metavar="WxH", help="window size in pixels, e.g. 1400x860")
     s.add_argument("--quit", action="store_true", help="exit when the steps (and screenshot) are done")
     s.add_argument("--settings", metavar="FILE", default=None, help="keep preferences in this .ini file")
+    from latticelab.app.cli import add_record_options
+    add_record_options(parser.add_argument_group("movie of the view (as File > Record movie...; with --steps: "
+                                                 "exactly one frame every N steps)"),
+                       existing="an existing file is kept: a free name is chosen")
 
 
 def _window_size(text: str | None):
@@ -90,6 +94,9 @@ def run_gui(args) -> int:
     size = _window_size(args.window_size)
     if args.steps is not None and args.steps < 0:
         raise ParameterError("steps", f"must be a non-negative integer; got {args.steps}")
+    if args.record:
+        from latticelab.app.cli import check_record_options
+        check_record_options(args)
     qt_app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     qt_app.setOrganizationName("latticelab")
     qt_app.setApplicationName("latticelab")
@@ -137,7 +144,20 @@ def run_gui(args) -> int:
 
     status = {"code": 0}
 
+    def start_recording():   # once the event loop runs (the view's GL context is ready), before any step
+        if not window.recording.start(args.record, args.fps, args.record_every, confirm=False):
+            status["code"] = 1
+
+    if args.record:
+        QtCore.QTimer.singleShot(0, start_recording)
+
     def finish():
+        if args.record:
+            result = window.recording.stop(wait=True)
+            if result is None:
+                status["code"] = 1
+            else:
+                print(f"latticelab: {result.describe()}")
         if args.screenshot:
             written = window.export_screenshot(args.screenshot, args.screenshot_what, confirm=False)
             if written is None:
@@ -151,7 +171,8 @@ def run_gui(args) -> int:
     if args.steps is not None or args.quit:
         # exactly the requested steps from the initial state: no frame may run before the count starts
         window.set_running(False)
-        QtCore.QTimer.singleShot(0, lambda: window.run_steps(args.steps or 0, then=finish))
+        QtCore.QTimer.singleShot(0, lambda: (window.recording.run_steps if window.recording.recording
+                                             else window.run_steps)(args.steps or 0, then=finish))
     elif args.screenshot:
         QtCore.QTimer.singleShot(0, finish)
     with close_on_signals(qt_app, window, status):

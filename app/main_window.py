@@ -20,10 +20,16 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from vispy import scene
 
 from latticelab.app import graph_panel, spectral_panel
+from latticelab.app import coarsening_panel, signal_panel
+from latticelab.app import study_panel
+from latticelab.app import recording
+from latticelab.app import help_menu, log_panel, undo, view_menu
+from latticelab.app import cell_readout, colour_key
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons
 from latticelab.app.settings import Preferences, variant_key
+from latticelab.app.stepping import BackgroundStepper, wants_background
 from latticelab.render import palette
 from latticelab.render.field_view import FieldView
 from latticelab.render.plots import LivePlots, series_for
@@ -36,10 +42,13 @@ from latticelab.sim.runner import Runner
 
 log = logging.getLogger(__name__)
 
-FRAME_BUDGET_S = 0.030       # simulation time per frame when "keep frames under 30 ms" is on
+FRAME_BUDGET_S = 0.030       # simulation time per frame when "keep frames under 30 ms" is on (CPU)
 FRAME_INTERVAL_MS = 15
+GPU_FRAME_PERIOD_S = 1 / 60   # on a CUDA device: frames paced at 60/s, the rest of each period spent stepping
+MIN_STEP_BUDGET_S = 0.002
 PLOT_INTERVAL_S = 0.25       # the plots redraw at most this often
 STATUS_INTERVAL_S = 0.5
+STATUS_TEXT_LIMIT = 160      # longer messages are cut in the status bar; the Messages dock has them whole
 EXPORT_KINDS = {
     "view": "Lattice view as shown, at the canvas's pixel size (*.png)",
     "cells": "Lattice cells, one pixel per cell; 3D unfolded (*.png)",
@@ -67,6 +76,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self._counters = {"steps": 0, "frames": 0, "t": time.perf_counter()}
         self._last_plot = 0.0
         self._plot_version = -1
+        self._frame_overhead = 0.004         # seconds a frame costs besides stepping (measured, see _pace)
+        self._last_stepping_end = None
+        self.stepper = BackgroundStepper()   # steps longer than a frame (CPU) run on a worker thread
+        self._deferred = []                  # changes waiting for the worker's batch
 
         self._build_canvases()
         self._build_controls()
@@ -74,8 +87,18 @@ class MainWindow(QtWidgets.QMainWindow):
         self._build_status_bar()
         spectral_panel.install(self)   # spectrum dock (issue 6), a tab beside the live plots
         graph_panel.install(self)      # graph dock (issue 12): the model's graph measured, for HasGraph models
+        recording.install(self)        # File menu: plot data as CSV, plots as PNG, movie recording (issue 16)
+        signal_panel.install(self)     # signal dock (issue 15): EEG, periodogram, picked cell, for HasSignal
+        coarsening_panel.install(self) # coarsening dock (issue 14): length vs t, 3D interface
+        study_panel.install(self)      # study dock (issue 11): T_c studies run in the background
+        log_panel.install(self)        # Messages dock (issue 16): every message in full, with time and level
+        undo.install(self)             # Edit menu (issue 16): undo/redo of parameter changes
+        view_menu.install(self)        # View menu (issue 16): every dock, reset layout, restore defaults
+        help_menu.install(self)        # Help menu (issue 16): usage (F1), keyboard shortcuts, about
+        colour_key.install(self)       # colour key over the lattice, View > Show colour key (issue 16); after view_menu
+        cell_readout.install(self)     # status bar: the cell or plot sample under the mouse (issue 16)
 
-        self.timer = QtCore.QTimer(self, interval=FRAME_INTERVAL_MS)
+        self.timer = QtCore.QTimer(self, interval=FRAME_INTERVAL_MS, timerType=QtCore.Qt.TimerType.PreciseTimer)
         self.timer.timeout.connect(self._frame)
         self._restore_preferences()
         self._after_model_change()
@@ -167,7 +190,7 @@ class MainWindow(QtWidgets.QMainWindow):
             action.triggered.connect(lambda _=False, name=name: self.switch_model(name))
             self.model_actions.addAction(action)
             self.model_menu.addAction(action)
-        view_menu = self.menuBar().addMenu("&View")
+        view_menu = self.view_menu = self.menuBar().addMenu("&View")    # filled when shown (app/view_menu.py)
         view_menu.addAction(self.camera_action)
         view_menu.addAction(self.control_dock.toggleViewAction())
         view_menu.addAction(self.plot_dock.toggleViewAction())
@@ -175,7 +198,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.model_help_action = self._action("About the model...", self.show_model_help, [],
                                               "What the running model is and what each parameter means",
                                               name="model_help_action")
-        help_menu = self.menuBar().addMenu("&Help")
+        help_menu = self.help_menu = self.menuBar().addMenu("&Help")
         help_menu.addAction(self.model_help_action)
 
         icons = {self.step_action: "SP_MediaSkipForward", self.reset_action: "SP_BrowserReload",
@@ -272,7 +295,11 @@ class MainWindow(QtWidgets.QMainWindow):
         if error:
             self.last_error = text
             log.warning(text)
-        self.statusBar().showMessage(text, 12000 if error else 5000)
+        shown = text if len(text) <= STATUS_TEXT_LIMIT else f"{text[:STATUS_TEXT_LIMIT]}... (in full: View > Messages)"
+        self.statusBar().showMessage(shown, 12000 if error else 5000)
+        panel = getattr(self, "log_panel", None)     # the Messages dock (app/log_panel.py) keeps them all
+        if panel is not None:
+            panel.add(text, "error" if error else "info")
 
     def _warn(self, title: str, text: str) -> None:
         self.show_message(text, error=True)
@@ -307,23 +334,49 @@ class MainWindow(QtWidgets.QMainWindow):
         self._counters.update(steps=0, frames=0, t=time.perf_counter())
         if running and not self.timer.isActive():
             self.timer.start()
+        if not running:
+            self._update_status()     # "paused" at once, not at the next status refresh
 
     def step_once(self) -> None:
         """Pause and advance exactly one step; what changed is highlighted until the next step."""
         if self.running:
             self.set_running(False)
+        if self.stepper.busy:
+            return      # the step in flight is the one the user sees next
         self.field_view.before_step()
-        self.runner.advance(1, None)
+        if wants_background(self.model, self.runner.seconds_per_step, FRAME_BUDGET_S):
+            self.stepper.start(self.model, 1)
+            self._show_background_work()
+            self.timer.start()
+            return
+        try:
+            self.runner.advance(1, None)
+        except ParameterError as exc:
+            self._stop_on_error(exc)
         self._refresh_view()
         self._update_plots(force=True)
         self._update_status()
 
-    def set_parameter(self, name: str, value) -> bool:
-        """A parameter edited in the form (or by a script): applied as its schema says (sim/runner.py)."""
+    def set_parameter(self, name: str, value, also: dict | None = None, record: bool = True) -> bool:
+        """A parameter edited in the form (or by a script): applied as its schema says (sim/runner.py).
+        ``also``: other fields changed in the same step (undo, restore defaults). A refused value is also shown
+        under its field; an applied change can be undone (Edit menu, app/undo.py) unless ``record`` is False."""
+        if self.stepper.busy:    # the worker owns the model: check the value now, apply it after the batch
+            try:
+                self.runner.params.replace(**{**(also or {}), name: value})
+            except ParameterError as exc:
+                self.show_message(str(exc), error=True)
+                self._show_parameters()
+                self.controls.show_field_error(name, str(exc), value)
+                return False
+            self._when_idle(lambda: self.set_parameter(name, value, also, record), f"{name} = {value}")
+            return True
         schema = self.runner.model_class.Params
         changes = {name: value}
         if name in schema.variant_fields:
             changes = self._variant_changes(name, value)
+        changes.update(also or {})
+        before = self.runner.params
         slow = schema.fields().get(name, {}).get("applies") == "rebuild" or name in ("p", "rewire_dims")
         if slow:
             QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
@@ -333,7 +386,10 @@ class MainWindow(QtWidgets.QMainWindow):
             if slow:
                 QtWidgets.QApplication.restoreOverrideCursor()
         if not ok:
+            self.controls.show_field_error(name, self.last_error, value)   # beside the box as well
             return False
+        if record:
+            self.undo_history.record(name, before, self.runner.params, self.model.name)
         if what == "rebuild":
             self._after_model_change()
             self.show_message(f"new {self.model.title.lower()}: {self._describe()}")
@@ -361,6 +417,9 @@ class MainWindow(QtWidgets.QMainWindow):
         return {name: value, **depends, **{k: v for k, v in stored.items() if k in depends}}
 
     def reset(self, *_unused) -> None:
+        if self.stepper.busy:
+            self._when_idle(self.reset, "reset")
+            return
         if not self._try(self.runner.reset)[0]:
             return
         self._after_model_change()
@@ -370,6 +429,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def switch_model(self, name: str) -> bool:
         """Run a new model of kind ``name`` with its remembered (or default) parameters; the running model
         stays if that fails."""
+        if self.stepper.busy:
+            self._when_idle(lambda: self.switch_model(name), f"switch to {name}")
+            return True
         if name == self.model.name:
             self._show_model_choice()
             return True
@@ -433,7 +495,7 @@ class MainWindow(QtWidgets.QMainWindow):
         model = self.model
         self.setWindowTitle(f"latticelab: {model.title}")
         self.model_help_action.setText(f"About the {model.title}...")
-        self.controls.set_schema(type(model.params), model.marks_label)
+        self.controls.set_model(type(model))     # its form, and only the view options that apply to it
         self.controls.set_geometry(model.shape)
         self._show_parameters()
         self._show_model_choice()
@@ -481,31 +543,112 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # ==== the frame loop ========================================================================
     def _frame(self) -> None:
-        if self.running:
+        if self.stepper.busy:
+            self._collect_background_steps()
+        elif self.running:
             limit = self.steps_per_frame
             if self._step_target is not None:
                 limit = min(limit, self._step_target - self.model.step_count)
             if limit > 0:
                 # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
-                budget = FRAME_BUDGET_S if self.adaptive and self._step_target is None else None
+                budget = self._step_budget() if self.adaptive and self._step_target is None else None
                 self.field_view.before_step()
-                try:
-                    self._counters["steps"] += self.runner.advance(limit, budget)
-                except ParameterError as exc:    # a model that can no longer step (a diverged field): say so, pause
-                    self.set_running(False)
-                    self._step_target = None
-                    self._target_reached.clear()
-                    self.show_message(str(exc), error=True)
-            self._refresh_view()
-            if self._step_target is not None and self.model.step_count >= self._step_target:
-                self._finish_target()
+                if wants_background(self.model, self.runner.seconds_per_step, FRAME_BUDGET_S):
+                    self.stepper.start(self.model, self.runner.steps_for(limit, budget))
+                    self._show_background_work()
+                else:
+                    stepping = time.perf_counter()
+                    try:
+                        self._counters["steps"] += self.runner.advance(limit, budget)
+                    except ParameterError as exc:    # a model that can no longer step (a diverged field)
+                        self._stop_on_error(exc)
+                    self._pace(stepping, time.perf_counter())
+            if not self.stepper.busy:
+                self._after_steps()
         now = time.perf_counter()
         if now - self._last_plot >= PLOT_INTERVAL_S:
             self._update_plots()
         if now - self._counters["t"] >= STATUS_INTERVAL_S:
             self._update_status()
-        if not self.running and self._step_target is None:
+        if not self.running and self._step_target is None and not self.stepper.busy:
             self.timer.stop()   # nothing to do until the next change; changes refresh directly
+
+    def _step_budget(self) -> float:
+        """Seconds of stepping in the next frame. On the CPU a fixed budget (drawing with a software renderer is
+        slow and would otherwise take all the time). On a CUDA device the frame is paced: the period (60/s)
+        minus what the rest of a frame costs (draw, plots, events), as measured over the last frames."""
+        if self.model.backend_name != "cuda":
+            return FRAME_BUDGET_S
+        # Device time per frame: the sweeps run while the host draws the previous picture (sim/runner.py keeps
+        # one batch in flight), so most of the period can go to them; what the host needs beyond the period
+        # (a slow draw) comes off it.
+        spare = GPU_FRAME_PERIOD_S - max(0.0, self._frame_overhead - 0.85 * GPU_FRAME_PERIOD_S)
+        return max(MIN_STEP_BUDGET_S, 0.85 * spare)
+
+    def _pace(self, stepping_start: float, stepping_end: float) -> None:
+        """Measure the rest of the frame: the time from the last stepping's end to this one's start."""
+        last = self._last_stepping_end
+        self._last_stepping_end = stepping_end
+        if last is not None:
+            overhead = min(max(stepping_start - last, 0.0), GPU_FRAME_PERIOD_S)
+            self._frame_overhead = 0.8 * self._frame_overhead + 0.2 * overhead
+        # on a device the timer runs back to back: the stepping budget, not the timer, sets the frame rate
+        interval = 0 if self.model.backend_name == "cuda" and self.adaptive else FRAME_INTERVAL_MS
+        if self.timer.interval() != interval:
+            self.timer.setInterval(interval)
+
+    def _after_steps(self) -> None:
+        self._refresh_view()
+        if self._step_target is not None and self.model.step_count >= self._step_target:
+            self._finish_target()
+
+    def _stop_on_error(self, exc) -> None:
+        """A model that can no longer step (a diverged field): say so and pause."""
+        self.set_running(False)
+        self._step_target = None
+        self._target_reached.clear()
+        self.show_message(str(exc), error=True)
+
+    def _collect_background_steps(self) -> None:
+        """The frame loop while a worker steps the model (app/stepping.py): take its batch once it is in,
+        then run what waited for it."""
+        try:
+            done = self.stepper.poll()
+        except ParameterError as exc:
+            self._stop_on_error(exc)
+            done = None
+        except MemoryError:
+            self._stop_on_error(ParameterError("steps", "not enough memory to step this model"))
+            done = None
+        if done is None and self.stepper.busy:
+            self._show_background_work()
+            return
+        if done is not None:
+            model, batch, seconds = done
+            if model is self.model:
+                self.runner.commit(batch, seconds)
+                self._counters["steps"] += batch.steps
+        self._after_steps()
+        waiting, self._deferred = self._deferred, []
+        for action in waiting:
+            action()
+
+    def _show_background_work(self) -> None:
+        label = self.status_labels["steps_per_s"]
+        label.setText(f"computing {self.stepper.steps:,} step{'s' if self.stepper.steps != 1 else ''} "
+                      f"({self.stepper.elapsed():.1f} s)...")
+
+    def _when_idle(self, action, what: str) -> bool:
+        """Run ``action`` now, or (a worker is stepping the model) as soon as its batch is in; True when it ran
+        now."""
+        if not self.stepper.busy:
+            action()
+            return True
+        self._deferred.append(action)
+        self.show_message(f"{what}: after the step being computed")
+        if not self.timer.isActive():
+            self.timer.start()
+        return False
 
     def _count_frame(self, event=None) -> None:
         self._counters["frames"] += 1
@@ -516,6 +659,8 @@ class MainWindow(QtWidgets.QMainWindow):
         return self.runner.picture(highlight=o["highlight"], marks=marks)
 
     def _refresh_view(self, force: bool = False) -> None:
+        if self.stepper.busy:
+            return      # the worker is changing the arrays: the view keeps the last picture until its batch is in
         o = self.controls.view_options()
         key = (self.runner.state_version, id(self.model), o["highlight"], o["show_links"])
         if not force and key == self._shown:
@@ -559,6 +704,8 @@ class MainWindow(QtWidgets.QMainWindow):
         else:
             labels["steps_per_s"].setText("paused")
             labels["frames_per_s"].setText("")
+        if self.stepper.busy:
+            self._show_background_work()
         self._counters.update(steps=0, frames=0, t=now)
 
     # ==== screenshots ===========================================================================
@@ -639,6 +786,9 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # ==== save / load ===========================================================================
     def save_state(self, path, confirm: bool = True) -> Path | None:
+        if self.stepper.busy:   # the arrays are being written by the worker: save the state after its batch
+            self._when_idle(lambda: self.save_state(path, confirm), "save")
+            return None
         path = Path(path)
         if path.suffix.lower() != state.SUFFIX:
             path = path.with_name(path.name + state.SUFFIX)
@@ -663,6 +813,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def load_state(self, path) -> bool:
         """Resume from a file, switching to the model it holds; a damaged file is reported and the running
         simulation is left untouched."""
+        if self.stepper.busy:
+            self._when_idle(lambda: self.load_state(path), "load")
+            return True
         try:
             model = state.load_state(path, backend=self.runner.backend)
         except (state.StateError, ParameterError, BackendError, MemoryError) as exc:

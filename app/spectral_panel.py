@@ -6,11 +6,23 @@ averaging over steps, and CSV/NPZ export.
 The panel pulls from the window's model on its own timer (a few times a second, only while visible), so
 the window needs one line to add it: ``spectral_panel.install(window)``. It notices on its own when the
 model or its parameters change, restarts the average and redraws.
+
+The work runs off the GUI thread (a 3D L=128 Ising update took 1.75 s, most of it cluster labelling): on the
+GUI thread the panel only copies the state (``frozen_copy``: the model's field arrays copied where they live, the
+rest shared), then a worker thread computes the spectrum, its spherical mean, the image or iso-surface mesh and
+the cluster histogram (``compute``), and a queued signal brings the result back to the GUI thread, which only
+draws it. One job at most is in flight; while one runs the timer's ticks are skipped and the status bar says
+"computing spectrum...". The accumulator of the average is replaced, never changed in place, so an export on
+the GUI thread never sees a half-added spectrum, and a result computed for an older model, parameters or
+average is dropped. ``refresh()`` (scripts, tests) runs the same job and waits for it.
 """
 from __future__ import annotations
 
+import concurrent.futures
+import copy
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -20,8 +32,9 @@ from vispy import scene
 from latticelab.app.dialogs import confirm_replace
 from latticelab.render.isosurface import SpectrumIsoView
 from latticelab.render.plots import one_font_manager
-from latticelab.render.spectral import ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
+from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView, display_image
 from latticelab.sim.analysis import spectral
+from latticelab.sim.analysis.marching_cubes import marching_cubes
 from latticelab.sim.io import free_path
 from latticelab.sim.analysis.statistics import size_histogram
 from latticelab.sim.model import HasClusters, main_field
@@ -29,6 +42,8 @@ from latticelab.sim.model import HasClusters, main_field
 log = logging.getLogger(__name__)
 
 REFRESH_MS = 300
+BUSY_TEXT = "computing spectrum..."
+BUSY_AFTER_MS = 200              # say so only for jobs that last longer than this (no flicker for quick ones)
 CPU_CLUSTER_LIMIT = 1 << 21      # sites: above this, cluster sizes on the CPU are left to the user to ask
 ISO_STEPS = 1000
 FOLDER_KEY = "folders/export"    # the window's remembered export folder, shared with screenshots
@@ -39,27 +54,125 @@ EXPORTS = {  # kind: (file dialog filter, suffix, button text)
 }
 
 
+def frozen_copy(model):
+    """A copy of ``model`` for a worker thread while the model steps on: a shallow copy whose arrays named by
+    ``fields()`` are copies (made on the model's device). Returns (copy, main field name, main field copy,
+    whether every field was found as an attribute -- only then do the copy's methods read the frozen state)."""
+    fields = model.fields()
+    copies = {id(array): array.copy() for array in fields.values()}
+    frozen = copy.copy(model)
+    found = set()
+    for attribute, value in list(vars(model).items()):
+        if id(value) in copies:
+            vars(frozen)[attribute] = copies[id(value)]   # past any property: the copy's own attribute
+            found.add(id(value))
+    name, main = next(iter(fields.items()))
+    return frozen, name, copies[id(main)], found == set(copies)
+
+
+@dataclass
+class SpectrumJob:
+    """What the GUI thread hands the worker: copies only, nothing the frame loop changes."""
+    identity: tuple
+    step: int | None
+    field_name: str
+    field: object                     # a copy of the main field (NumPy or CuPy)
+    base: spectral.SpectrumAccumulator   # the average so far (not changed by the worker)
+    average: bool
+    iso: float
+    iso_method: str
+    clusters_of: object = None        # a frozen copy of the model to measure clusters on, or None
+    clusters_note: str = ""
+    live: str = ""
+
+
+@dataclass
+class SpectrumResult:
+    accumulator: spectral.SpectrumAccumulator
+    spherical: object
+    image: object = None              # 2D: the display image
+    volume: object = None             # 3D: the normalised magnitude and its mesh at ``iso``
+    mesh: object = None
+    iso: float = 0.5
+    histogram: tuple | None = None    # (edges, counts a, counts b, (name a, name b))
+    clusters_text: str = ""
+    seconds: float = 0.0
+
+
+def compute(job: SpectrumJob) -> SpectrumResult:
+    """The worker's part: spectrum, average, spherical mean, image or mesh, cluster histogram."""
+    t0 = time.perf_counter()
+    mag = spectral.fft_magnitude(job.field)
+    accumulator = copy.deepcopy(job.base) if job.average else spectral.SpectrumAccumulator()
+    accumulator.add(mag)
+    shown = accumulator.mean if job.average else mag
+    result = SpectrumResult(accumulator, accumulator.spherical(), iso=job.iso)
+    if shown.ndim == 2:
+        result.image = display_image(shown)
+    else:
+        top = float(shown.max())
+        result.volume = (shown / (top if top > 0 else 1.0)).astype("float32")   # as SpectrumIsoView.set_spectrum
+        result.mesh = marching_cubes(result.volume, job.iso, method=job.iso_method)
+    if job.clusters_of is not None:
+        groups = job.clusters_of.cluster_size_groups()
+        (first, a), (second, b) = list(groups.items())[:2]
+        n_cells = int(job.field.size)
+        edges, counts_a = size_histogram(a, n_cells)
+        _, counts_b = size_histogram(b, n_cells)
+        result.histogram = (edges, counts_a, counts_b, (first, second))
+        largest = max([s[0] for s in groups.values() if s.size] or [0])
+        result.clusters_text = f" | clusters: {a.size} {first}, {b.size} {second}, largest {largest}"
+    elif job.clusters_note:
+        result.clusters_text = job.clusters_note
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _iso_caption(field_name: str, view) -> str:
+    """What the 3D view shows, short enough for the narrow cell under it."""
+    if view.edge_length is None:
+        return f"|FFT| of {field_name}: no surface at iso {view.iso:.3f}"
+    return f"|FFT| of {field_name}, box edge {view.edge_length:g}/L"
+
+
+class _Delivery(QtCore.QObject):
+    """Carries a finished job's future from the worker thread to the GUI thread (a queued signal)."""
+    done = QtCore.Signal(object)
+
+
 class SpectralPanel(QtWidgets.QDockWidget):
     """Spectral views of ``model_source()`` (any model: its main field)."""
 
     def __init__(self, model_source: Callable[[], object], parent=None, prefs=None, interactive: bool = True,
-                 refresh_ms: int = REFRESH_MS):
+                 refresh_ms: int = REFRESH_MS, busy: Callable[[], bool] | None = None, status_bar=None):
+        """``busy()``: True while something else (the window's stepping worker) writes the model's arrays, so
+        no copy is taken then; ``status_bar``: a QStatusBar told while a job takes long."""
         super().__init__("Spectrum", parent, objectName="spectral_dock")
         self.model_source = model_source
         self.prefs = prefs
         self.interactive = interactive
+        self.busy = busy or (lambda: False)
+        self.status_bar = status_bar
         self.accumulator = spectral.SpectrumAccumulator()
         self.magnitude = None
         self.last_record = None
         self.last_error = ""
+        self.jobs_started = 0
         self._identity = None
         self._shown_step = None
         self._spectrum_view = None
+        self._field_name = "field"
+        self._job: SpectrumJob | None = None
+        self._future = None
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spectrum")
+        self._delivery = _Delivery(self)
+        self._delivery.done.connect(self._delivered, QtCore.Qt.ConnectionType.QueuedConnection)
+        self.destroyed.connect(lambda *_: self._executor.shutdown(wait=False, cancel_futures=True))
         with one_font_manager():
             self._build()
         self.visibilityChanged.connect(self._visibility_changed)
         self.timer = QtCore.QTimer(self, interval=refresh_ms)
-        self.timer.timeout.connect(self.refresh)
+        self.timer.timeout.connect(lambda: self.request())
         self.timer.start()
 
     # ==== construction ==========================================================================
@@ -78,6 +191,9 @@ class SpectralPanel(QtWidgets.QDockWidget):
         hist_grid = self.grid.add_grid(row=1, col=1)
         self.mean_plot = SphericalMeanPlot(mean_grid)
         self.hist_plot = ClusterHistogramPlot(hist_grid)
+        self.caption = scene.Label("", color=TEXT, font_size=7)     # what the spectrum view shows, below it
+        self.caption.height_max = 18
+        self.grid.add_widget(self.caption, row=2, col=0)
         layout.addWidget(self.canvas.native, 1)
 
         row = QtWidgets.QHBoxLayout()
@@ -99,7 +215,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.average_box.toggled.connect(lambda _: self.reset_average())
         self.clusters_box = QtWidgets.QCheckBox("Cluster sizes", objectName="clusters_box")
         self.clusters_box.setChecked(True)
-        self.clusters_box.toggled.connect(lambda _: self.refresh(force=True))
+        self.clusters_box.toggled.connect(lambda _: self.request(force=True))
         reset = QtWidgets.QPushButton("Reset average")
         reset.clicked.connect(self.reset_average)
         row.addWidget(self.average_box)
@@ -134,9 +250,9 @@ class SpectralPanel(QtWidgets.QDockWidget):
         return (id(model), tuple(model.shape), model.params)
 
     def reset_average(self) -> None:
-        self.accumulator.reset()
+        self.accumulator = spectral.SpectrumAccumulator()   # a new object: a job in flight adds to the old one
         self._shown_step = None
-        self.refresh(force=True)
+        self.request(force=True)
 
     # ==== updates ===============================================================================
     def on_screen(self) -> bool:
@@ -145,32 +261,121 @@ class SpectralPanel(QtWidgets.QDockWidget):
 
     def _visibility_changed(self, visible: bool) -> None:
         if visible:
-            QtCore.QTimer.singleShot(0, lambda: self.refresh(force=True))
+            QtCore.QTimer.singleShot(0, lambda: self.request(force=True))
+
+    @property
+    def computing(self) -> bool:
+        """Whether a job is in flight."""
+        return self._job is not None
+
+    def request(self, force: bool = False) -> bool:
+        """Start a job when the model moved on (or when forced) and the panel is on screen; never more than one
+        in flight, never waiting: the GUI thread only copies the state. Returns whether a job started."""
+        if self._job is not None:
+            return False
+        job = self._make_job(force)
+        if job is None:
+            return False
+        self._start(job)
+        return True
 
     def refresh(self, force: bool = False) -> bool:
-        """Recompute from the model when it moved on (or when forced) while on screen; returns whether it did."""
-        if not self.on_screen():
+        """``request`` and wait for the result (scripts and tests; the timer never waits). A job already in
+        flight is finished first. Returns whether a new spectrum is shown."""
+        if self._job is not None:
+            self._finish(self._job, self._future)
+        job = self._make_job(force)
+        if job is None:
             return False
+        future = self._start(job)
+        return self._finish(job, future)
+
+    def _make_job(self, force: bool) -> SpectrumJob | None:
+        """On the GUI thread: copy what the worker needs, or None when there is nothing to do."""
+        if not self.on_screen() or self.busy():
+            return None
         model = self._model()
         if model is None:
-            return False
+            return None
         identity = self.identity(model)
         step = getattr(model, "step_count", None)
         if identity != self._identity:
             self._identity = identity
-            self.accumulator.reset()
+            self.accumulator = spectral.SpectrumAccumulator()
             self._set_dimension(len(model.shape))
         elif not force and step is not None and step == self._shown_step:
-            return False
+            return None
         self._shown_step = step
         try:
-            self._update_from(model)
+            frozen, name, field, complete = frozen_copy(model)
         except Exception as exc:  # keep the app running; say what went wrong
-            self.last_error = f"spectrum update failed: {type(exc).__name__}: {exc}"
-            log.exception("spectral panel")
-            self.info.setText(self.last_error)
+            self._report(f"spectrum update failed: {type(exc).__name__}: {exc}")
+            return None
+        clusters_of, note = None, ""
+        if self.clusters_box.isChecked() and isinstance(model, HasClusters):
+            if int(field.size) > CPU_CLUSTER_LIMIT and model.backend_name != "cuda":
+                note = " | cluster sizes off above 2M cells on the CPU"
+            elif not complete:
+                note = " | cluster sizes need a copy of the model's state"
+            else:
+                clusters_of = frozen
+        live = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                         for k, v in model.params.model_dump().items() if k in type(model.params).names("live"))
+        view = self._spectrum_view
+        return SpectrumJob(identity, step, name, field, self.accumulator, self.average_box.isChecked(),
+                           self.iso_value(), getattr(view, "method", "auto"), clusters_of, note, live)
+
+    def _start(self, job: SpectrumJob):
+        self._job = job
+        self.jobs_started += 1
+        future = self._executor.submit(compute, job)
+        self._future = future
+
+        def deliver(done, job=job):
+            try:
+                self._delivery.done.emit((job, done))
+            except RuntimeError:   # the panel is gone (window closed): nobody waits for the result
+                pass
+
+        future.add_done_callback(deliver)
+        QtCore.QTimer.singleShot(BUSY_AFTER_MS, lambda job=job: self._say_busy(job))
+        return future
+
+    def _say_busy(self, job) -> None:
+        if self._job is job and self.status_bar is not None:
+            self.status_bar.showMessage(BUSY_TEXT)
+        if self._job is job:
+            self.info.setText(f"{BUSY_TEXT} (step {job.step})")
+
+    def _delivered(self, payload) -> None:
+        job, future = payload
+        if job is self._job:      # not already taken by a waiting ``refresh``
+            self._finish(job, future)
+
+    def _finish(self, job: SpectrumJob, future) -> bool:
+        """On the GUI thread: draw the job's result (waiting for it if need be) unless it is out of date."""
+        try:
+            result = future.result()
+            error = None
+        except Exception as exc:
+            result, error = None, exc
+        self._job = self._future = None
+        if self.status_bar is not None and self.status_bar.currentMessage() == BUSY_TEXT:
+            self.status_bar.clearMessage()
+        if error is not None:
+            log.error("spectral panel", exc_info=error)
+            self._report(f"spectrum update failed: {type(error).__name__}: {error}")
             return False
+        if job.identity != self._identity or job.base is not self.accumulator:
+            self._shown_step = None   # another model, parameters or average meanwhile: compute again
+            QtCore.QTimer.singleShot(0, lambda: self.request(force=True))
+            return False
+        self._show(job, result)
         return True
+
+    def _report(self, text: str) -> None:
+        self.last_error = text
+        self.info.setText(text)
 
     def _set_dimension(self, ndim: int) -> None:
         if self._spectrum_view is not None and self._spectrum_ndim == ndim:
@@ -187,39 +392,34 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.iso_slider.setEnabled(ndim == 3)
         if ndim == 3:
             self._spectrum_view.iso = self.iso_value()
+            # its label lives in the 3D scene and is drawn over the plots beside it: the caption says it instead
+            self._spectrum_view.label.visible = False
 
-    def _update_from(self, model) -> None:
-        t0 = time.perf_counter()
-        field_name, field = main_field(model)
-        mag = spectral.fft_magnitude(field)
-        if self.average_box.isChecked():
-            self.accumulator.add(mag)
-            shown = self.accumulator.mean
+    def _show(self, job: SpectrumJob, result: SpectrumResult) -> None:
+        """Draw a result (GUI thread)."""
+        self.accumulator = result.accumulator
+        self._field_name = job.field_name
+        shown = result.accumulator.mean if job.average else None
+        view = self._spectrum_view
+        if result.image is not None:
+            view.show_image(result.image)
+            self.caption.text = f"|FFT| of {job.field_name}, k = 0 at the centre"
         else:
-            self.accumulator.reset()
-            self.accumulator.add(mag)
-            shown = mag
-        self.magnitude = shown
-        self._spectrum_view.set_spectrum(shown)
-        self.mean_plot.set_data(self.accumulator.spherical())
-        clusters = ""
-        n_cells = int(field.size)
-        if self.clusters_box.isChecked() and isinstance(model, HasClusters):
-            if n_cells <= CPU_CLUSTER_LIMIT or model.backend_name == "cuda":
-                groups = model.cluster_size_groups()
-                (first, a), (second, b) = list(groups.items())[:2]
-                edges, counts_a = size_histogram(a, n_cells)
-                _, counts_b = size_histogram(b, n_cells)
-                self.hist_plot.set_data(edges, counts_a, counts_b)
-                largest = max([s[0] for s in groups.values() if s.size] or [0])
-                clusters = f" | clusters: {a.size} {first}, {b.size} {second}, largest {largest}"
-            else:
-                clusters = " | cluster sizes off above 2M cells on the CPU"
+            view.volume = result.volume
+            if result.iso == self.iso_value():
+                view.iso = result.iso
+                view.show_mesh(result.mesh)
+            else:                # the slider moved while the job ran
+                view.set_iso(self.iso_value())
+            self.caption.text = _iso_caption(job.field_name, view)
+        self.magnitude = shown if shown is not None else self.accumulator.mean
+        self.mean_plot.set_data(result.spherical)
+        if result.histogram is not None:
+            edges, counts_a, counts_b, names = result.histogram
+            self.hist_plot.set_data(edges, counts_a, counts_b, labels=names)
         self.last_error = ""
-        live = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                         for k, v in model.params.model_dump().items() if k in type(model.params).names("live"))
-        self.info.setText(f"{field_name}, step {model.step_count} | {live} | averaged over "
-                          f"{self.accumulator.count} | {1e3 * (time.perf_counter() - t0):.0f} ms{clusters}")
+        self.info.setText(f"{job.field_name}, step {job.step} | {job.live} | averaged over "
+                          f"{self.accumulator.count} | {1e3 * result.seconds:.0f} ms{result.clusters_text}")
         self.canvas.update()
 
     # ==== iso value =============================================================================
@@ -232,6 +432,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         if isinstance(self._spectrum_view, SpectrumIsoView):
             try:
                 self._spectrum_view.set_iso(iso)
+                self.caption.text = _iso_caption(self._field_name, self._spectrum_view)
             except Exception as exc:
                 self.last_error = f"iso-surface failed: {type(exc).__name__}: {exc}"
                 log.exception("iso surface")
@@ -297,8 +498,12 @@ def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> Spectr
     With a live-plot dock present the panel becomes a tab beside it, so the lattice view keeps its
     space; the panel only computes while its tab is shown.
     """
+    def stepping() -> bool:   # the window's stepping worker (app/stepping.py) is writing the model's arrays
+        return bool(getattr(getattr(window, "stepper", None), "busy", False))
+
     panel = SpectralPanel(lambda: window.model, parent=window, prefs=getattr(window, "prefs", None),
-                          interactive=getattr(window, "interactive", True))
+                          interactive=getattr(window, "interactive", True), busy=stepping,
+                          status_bar=window.statusBar())
     window.addDockWidget(area, panel)
     plots = getattr(window, "plot_dock", None)
     if isinstance(plots, QtWidgets.QDockWidget):

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from pathlib import Path
+
+# Where every benchmark's results go by default: bench/results/ beside this file, whatever the current folder
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 # name -> (module under latticelab.bench, help). Each module has add_arguments(parser) and main(args).
 BENCHMARKS = {
@@ -16,7 +20,9 @@ BENCHMARKS = {
     "iso": ("iso", "iso-surfaces of a 3D spectrum: GPU marching cubes against scikit-image"),
     "graph": ("graph", "clustering coefficients of Watts-Strogatz graphs and the rewired lattice (GPU) against CPU"),
     "cahn-hilliard": ("cahn_hilliard", "Cahn-Hilliard steps (finite differences, spectral) and PFHub 1a against plain CuPy"),
+    "ch-accuracy": ("ch_accuracy", "Cahn-Hilliard finite differences against spectral: cost to reach equal accuracy"),
     "cortex": ("cortex", "cortical spiking network steps at N = 2^20 and 2^22 against a plain CuPy step"),
+    "window": ("window", "the application's window on a 2D and a 3D lattice: frames/s, sweeps/s against headless"),
 }
 
 
@@ -31,6 +37,8 @@ def add_bench_command(subcommands, parser_class) -> None:
             importlib.import_module(f"latticelab.bench.{module}").add_arguments(parser)
         except ImportError as exc:
             parser.set_defaults(bench_unavailable=f"bench {name} cannot be imported: {exc}")
+        if name == "cpu":   # its --out default was relative to the current folder
+            parser.set_defaults(out=str(RESULTS_DIR))
         if name == "iso":
             parser.add_argument("--show", action="store_true",
                                 help="time the whole update: mesh handed to a VisPy iso view and drawn off-screen")

@@ -54,8 +54,10 @@ class FieldView:
         self.L = 1
         self.mode_3d = "cube"
         self.peel = 0
-        self.legend: tuple = ()           # of the last picture: (label, RGBA) pairs for a key
+        self.legend: tuple = ()           # of the last picture: (label, code) pairs for a key
         self.value_range = None           # of the last picture: the field values at codes 0 and 253, or None
+        self.overlays: list = []          # drawn over the view and told of every picture: ``show(picture)``
+                                          # (render/legend.py: LegendOverlay appends itself)
         self.links_shown = 0
         self.links_total = 0
         self._link_sites = np.zeros((0, 2), np.int64)
@@ -86,6 +88,8 @@ class FieldView:
                 self.unfolded.set_layout(UnfoldLayout(self.L))
             self.unfolded.update()
         self.legend, self.value_range = picture.legend, picture.value_range
+        for overlay in self.overlays:
+            overlay.show(picture)
         links_changed = self._set_links(picture.links)
         if geometry_changed:
             self.peel = min(self.peel, self.L - 1)
@@ -163,6 +167,32 @@ class FieldView:
         node = self.cube if self.dim == 3 and self.mode_3d == "cube" else self.image
         mapped = node.get_transform("visual", "canvas").map(points)
         return mapped[:, :2] / mapped[:, 3:4]
+
+    def cell_at(self, canvas_pos) -> tuple[int, ...] | None:
+        """The index of the cell under canvas pixel ``canvas_pos`` (x, y; logical pixels, as VisPy mouse events
+        give them), in the array order of the picture's shape: (row, column) in 2D, (z, y, x) in the unfolded
+        3D grid; None outside the cells, between the unfolded tiles, or in the 3D block view (a point on screen
+        is no single cell there). Index a model's ``fields()`` arrays with it."""
+        mode = self.active_mode
+        if mode == "cube":
+            return None
+        node = self.image if mode == "2d" else self.unfolded
+        mapped = np.asarray(node.get_transform("canvas", "visual").map([float(canvas_pos[0]),
+                                                                        float(canvas_pos[1])]), float)
+        x, y = mapped[0] / mapped[3], mapped[1] / mapped[3]
+        if not (np.isfinite(x) and np.isfinite(y)) or x < 0 or y < 0:
+            return None
+        column, row = int(np.floor(x)), int(np.floor(y))
+        if mode == "2d":
+            return (row, column) if row < self.shape[0] and column < self.shape[1] else None
+        layout = UnfoldLayout(self.L)
+        (tile_row, y_in), (tile_column, x_in) = divmod(row, layout.pitch), divmod(column, layout.pitch)
+        if x_in >= self.L or y_in >= self.L or tile_column >= layout.columns:
+            return None
+        # the tiles run left to right on even rows and right to left on odd ones (UnfoldLayout.tile_of_layer)
+        offset = tile_column if tile_row % 2 == 0 else layout.columns - 1 - tile_column
+        z = tile_row * layout.columns + offset
+        return (z, y_in, x_in) if z < self.L else None
 
     @property
     def active_mode(self) -> str:

@@ -1,83 +1,210 @@
-"""Live plots: one scrolling line per observable, each with its own y axis, sharing the step axis.
+"""Live plots: one scrolling line per observable, each with its own y axis, sharing the time axis.
+
+What each plot says comes from the model's declared observables (sim/model.py: Observable), never from the
+model's name: the y axis is labelled with the observable's label (or name) and unit, the x axis with the model's
+``time_label`` (steps or simulated time); an observable declared ``log`` is drawn on a logarithmic axis (its
+positive values; tick labels are values, not exponents); an observable a physicist averages (declared
+``average``, or else one declared with ``spread``: a quantity that fluctuates about an equilibrium) has its
+running mean with the error of the mean in the plot's title, "energy per spin [J] = -1.4172 +/- 0.0008", the
+error estimated by blocking over the recorded history (sim/analysis/critical.py: ``blocking``), which holds
+for correlated samples. Before the first sample (after a reset) a plot is empty, without ticks, and says so.
+
+``readout_at(canvas_pos)`` names the sample nearest (in time) to the mouse in the plot under it.
 
 Built inside a VisPy scene widget (``canvas.central_widget`` or any grid cell); no Qt involved.
 """
 from __future__ import annotations
 
-import numpy as np
-from vispy import scene
-
 import contextlib
+from dataclasses import dataclass
 
+import numpy as np
 import vispy.visuals.text.text as vispy_text
+from vispy import scene
+from vispy.visuals.axis import Ticker
 
 from latticelab.render.visuals import Polyline
+from latticelab.sim.analysis.critical import blocking
 
 PLOT_BACKGROUND = (0.11, 0.11, 0.13, 1.0)
 TEXT = (0.85, 0.85, 0.85, 1.0)
+HINT = (0.6, 0.6, 0.65, 1.0)
 COLOURS = ((0.95, 0.75, 0.2, 1.0), (0.35, 0.75, 1.0, 1.0), (0.4, 0.95, 0.45, 1.0), (0.7, 0.55, 1.0, 1.0),
            (1.0, 0.5, 0.45, 1.0), (0.3, 0.9, 0.9, 1.0), (0.9, 0.9, 0.9, 1.0))
+WAITING = "waiting for data"
+SHORT_LABEL = 18     # a longer observable label is replaced by its name on the (narrow, rotated) y axis
 
 
-def series_for(observables) -> tuple:
-    """(key, title, colour) for each declared observable (sim/model.py: Observable), then the running
-    standard deviation of those declared with ``spread`` (keys ``<name>_std``, as sim/runner.py records)."""
-    rows = [(o.name, f"{o.label}{f' [{o.unit}]' if o.unit else ''}") for o in observables]
-    rows += [(f"{o.name}_std", f"std of {o.label} (window)") for o in observables if o.spread]
-    return tuple((key, title, COLOURS[i % len(COLOURS)]) for i, (key, title) in enumerate(rows))
+@dataclass(frozen=True)
+class Series:
+    """One plotted line: ``key`` in the history (sim/runner.py), ``title`` above the plot, ``y_label`` on its
+    axis (with the unit), ``log`` scale, ``average`` (running mean +- error in the title)."""
+    key: str
+    title: str
+    colour: tuple
+    y_label: str
+    log: bool = False
+    average: bool = False
+
+
+def _with_unit(text: str, unit: str) -> str:
+    return f"{text} [{unit}]" if unit else text
+
+
+def series_for(observables) -> tuple[Series, ...]:
+    """A ``Series`` for each declared observable (sim/model.py: Observable), then one for the running standard
+    deviation of those declared with ``spread`` (keys ``<name>_std``, as sim/runner.py records)."""
+    rows = []
+    for o in observables:
+        short = o.label if len(o.label) <= SHORT_LABEL else o.name.replace("_", " ")
+        average = bool(getattr(o, "average", o.spread))
+        rows.append((o.name, _with_unit(o.label, o.unit), _with_unit(short, o.unit), o.log, average))
+    rows += [(f"{o.name}_std", f"std of {o.label} (window)", _with_unit(f"std {o.name.replace('_', ' ')}", o.unit),
+              False, False) for o in observables if o.spread]
+    return tuple(Series(key, title, COLOURS[i % len(COLOURS)], y_label, log, average)
+                 for i, (key, title, y_label, log, average) in enumerate(rows))
+
+
+class PlotTicker(Ticker):
+    """VisPy's ticks, with two additions: ``blank`` (no ticks at all: a plot without data has no range to
+    show) and ``log`` (the axis runs over log10 of the values; the labels give the values themselves)."""
+
+    def __init__(self, axis, log: bool = False):
+        super().__init__(axis)
+        self.log = log
+        self.blank = True
+
+    def _get_tick_frac_labels(self):
+        if self.blank:
+            return np.zeros(0), np.zeros(0), []
+        major, minor, labels = super()._get_tick_frac_labels()
+        if self.log:
+            labels = [f"{10.0 ** float(label):.3g}" for label in labels]
+        return major, minor, labels
+
+
+def _axis(orientation: str, label: str, log: bool = False) -> scene.AxisWidget:
+    axis = scene.AxisWidget(orientation=orientation, text_color=TEXT, axis_color=TEXT, tick_color=TEXT,
+                            axis_label=label, axis_font_size=6, tick_font_size=6,
+                            tick_label_margin=4 if orientation == "left" else 12,
+                            axis_label_margin=40 if orientation == "left" else 24)
+    axis.axis.ticker = PlotTicker(axis.axis, log)
+    return axis
+
+
+def mean_text(values) -> str:
+    """"= mean +/- error" of the finite values (blocking error, one significant digit, two when it starts with
+    a 1), "= mean" while there are too few values for an error, "" without values."""
+    finite = np.asarray(values, np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        return ""
+    mean, error = blocking(finite)
+    if not (np.isfinite(error) and error > 0):
+        return f"= {mean:.5g}"
+    exponent = int(np.floor(np.log10(error)))
+    leading = int(error / 10.0 ** exponent)
+    digits = min(max(0, -exponent + (1 if leading == 1 else 0)), 12)
+    return f"= {mean:.{digits}f} +/- {error:.{digits}f}"
 
 
 class LivePlots:
-    """Stacked plots of ``series`` ((key, title, colour) rows, see ``series_for``); ``update(times, values)``
-    redraws them over the given times (steps or simulated time, ``x_label``)."""
+    """Stacked plots of ``series`` (see ``series_for``); ``update(times, values)`` redraws them over the given
+    times (steps or simulated time, ``x_label``)."""
 
     def __init__(self, parent_widget, series, x_label: str = "step"):
         self.x_label = x_label
         with one_font_manager():
-            self._build(parent_widget, series)
+            self._build(parent_widget, tuple(series))
+        self.clear()
 
     def _build(self, parent_widget, series) -> None:
         self.parent_widget = parent_widget
         self.grid = parent_widget.add_grid(spacing=0, margin=4)
         self.series = series
-        self.views, self.lines = {}, {}
-        for row, (key, title, colour) in enumerate(series):
+        self.views, self.lines, self.titles, self.y_axes, self.hints = {}, {}, {}, {}, {}
+        self._points: dict = {}           # key -> (times, values) drawn, for the readout
+        for row, s in enumerate(series):
             cell = self.grid.add_grid(row=row, col=0, spacing=0)
-            label = scene.Label(title, color=TEXT, font_size=7)
-            label.height_max = 16
-            cell.add_widget(label, row=0, col=1)
-            y_axis = scene.AxisWidget(orientation="left", text_color=TEXT, axis_color=TEXT, tick_color=TEXT,
-                                      axis_font_size=6, tick_font_size=6, tick_label_margin=4)
-            y_axis.width_max = 52
+            title = scene.Label(s.title, color=TEXT, font_size=7)
+            title.height_max = 16
+            cell.add_widget(title, row=0, col=1)
+            y_axis = _axis("left", s.y_label + (" (log)" if s.log else ""), s.log)
+            y_axis.width_max = 58
             cell.add_widget(y_axis, row=1, col=0)
             view = cell.add_view(row=1, col=1, bgcolor=PLOT_BACKGROUND, border_color=(0.3, 0.3, 0.35))
             view.camera = scene.PanZoomCamera(interactive=False)
             y_axis.link_view(view)
-            self.lines[key] = Polyline(colour, parent=view.scene)
-            self.views[key] = view
+            self.lines[s.key] = Polyline(s.colour, parent=view.scene)
+            self.hints[s.key] = scene.visuals.Text(WAITING, color=HINT, font_size=7, pos=(0.5, 0.5),
+                                                   parent=view.scene)
+            self.views[s.key], self.titles[s.key], self.y_axes[s.key] = view, title, y_axis
         bottom = self.grid.add_grid(row=len(series), col=0, spacing=0)
-        bottom.height_max = 26
+        bottom.height_max = 40
         spacer = bottom.add_widget(row=0, col=0)
-        spacer.width_max = 52
-        self.x_axis = scene.AxisWidget(orientation="bottom", text_color=TEXT, axis_color=TEXT, tick_color=TEXT,
-                                       axis_font_size=6, tick_font_size=6, tick_label_margin=12)
+        spacer.width_max = 58
+        self.x_axis = _axis("bottom", self.x_label)
         bottom.add_widget(self.x_axis, row=0, col=1)
 
-    def update(self, steps, values: dict) -> None:
-        """steps: (n,) step numbers; values[key]: (n,) floats (NaN where undefined)."""
-        steps = np.asarray(steps, np.float64)
-        x0, x1 = (steps[0], steps[-1]) if len(steps) else (0.0, 1.0)
+    # ---- data --------------------------------------------------------------------------------
+    def update(self, times, values: dict) -> None:
+        """times: (n,) steps or simulated times; values[key]: (n,) floats (NaN where undefined)."""
+        times = np.asarray(times, np.float64)
+        x0, x1 = (times[0], times[-1]) if len(times) else (0.0, 1.0)
         if x1 <= x0:
             x1 = x0 + 1.0
-        for key, _, _ in self.series:
-            y = np.asarray(values.get(key, ()), np.float64)
-            valid = np.isfinite(y)
-            points = np.column_stack([steps[valid] - x0, y[valid]]) if len(y) == len(steps) else np.zeros((0, 2))
-            self.lines[key].set_points(points)
-            y0, y1 = _padded_range(points[:, 1]) if len(points) else (0.0, 1.0)
+        any_data = False
+        for s in self.series:
+            y = np.asarray(values.get(s.key, ()), np.float64)
+            if len(y) != len(times):
+                y = np.zeros(0)
+            keep = np.isfinite(y) & (y > 0) if s.log else np.isfinite(y)
+            t, shown = times[:len(y)][keep], y[keep]
+            self._points[s.key] = (t, shown)
+            drawn = np.log10(shown) if s.log else shown
             # x is drawn relative to x0 so float32 vertices stay exact after millions of steps
-            self.views[key].camera.rect = (0.0, y0, x1 - x0, y1 - y0)
-        self.x_axis.axis.domain = (x0, x1)
+            points = np.column_stack([t - x0, drawn]) if len(t) else np.zeros((0, 2))
+            self.lines[s.key].set_points(points)
+            has_data = len(points) > 0
+            any_data |= has_data
+            self.hints[s.key].visible = not has_data
+            self.y_axes[s.key].axis.ticker.blank = not has_data
+            title = s.title
+            if s.average and has_data:
+                title = f"{s.title} {mean_text(y)}"
+            if self.titles[s.key].text != title:
+                self.titles[s.key].text = title
+            if has_data:
+                y0, y1 = _padded_range(drawn)
+                self.views[s.key].camera.rect = (0.0, y0, x1 - x0, y1 - y0)
+            else:   # the hint in the middle of an empty plot
+                self.views[s.key].camera.rect = (0.0, 0.0, 1.0, 1.0)
+                self.y_axes[s.key].axis.update()
+        self.x_axis.axis.ticker.blank = not any_data
+        self.x_axis.axis.domain = (x0, x1) if any_data else (0.0, 1.0)
+        self._x0 = x0
+        self.x_axis.axis.update()
+
+    def readout_at(self, canvas_pos) -> str | None:
+        """"<title>: <x label> <t>, <value>" of the sample nearest in time to canvas pixel ``canvas_pos`` (x, y;
+        as VisPy mouse events give them) in the plot under it; None outside the plots or where it has no data."""
+        for s in self.series:
+            view = self.views[s.key]
+            local = np.asarray(view.get_transform("canvas", "visual").map([float(canvas_pos[0]),
+                                                                           float(canvas_pos[1])]), float)
+            lx, ly = local[0] / local[3], local[1] / local[3]
+            width, height = view.size
+            if not (0 <= lx <= width and 0 <= ly <= height):
+                continue
+            t, y = self._points.get(s.key, (np.zeros(0), np.zeros(0)))
+            if not len(t):
+                return None
+            data = np.asarray(self.lines[s.key].get_transform("canvas", "visual").map(
+                [float(canvas_pos[0]), float(canvas_pos[1])]), float)
+            x = data[0] / data[3] + self._x0
+            i = int(np.argmin(np.abs(t - x)))
+            return f"{s.title}: {self.x_label} {t[i]:.6g}, {y[i]:.6g}"
+        return None
 
     def remove(self) -> None:
         """Take the plots out of their parent widget (before plots of another model are made)."""

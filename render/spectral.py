@@ -1,6 +1,9 @@
 """2D FFT magnitude image (thesis 003, figure 7.18), spherical-mean plot (figure 7.16) and cluster-size
 histogram (figure 7.17) as VisPy scene views; no Qt.
 
+Magnitudes and counts are never negative, so those axes start at zero; the histogram's two lines carry a key
+in their own colours.
+
 The image is reduced on the array's own device before it crosses to the host: a spectrum larger than
 ``MAX_IMAGE`` per side is block-reduced by the maximum (so single bright modes stay visible).
 """
@@ -51,7 +54,10 @@ class SpectrumImageView:
         self.displayed = None
 
     def set_spectrum(self, magnitude) -> None:
-        img = display_image(magnitude, self.gamma)
+        self.show_image(display_image(magnitude, self.gamma))
+
+    def show_image(self, img: np.ndarray) -> None:
+        """Show an image made by ``display_image`` (e.g. in a worker thread)."""
         self.displayed = img
         self.image.set_data(img)
         if img.shape != self.shape:
@@ -83,21 +89,25 @@ class _Plot:
         self.x_axis.link_view(self.view)
         self.y_axis.link_view(self.view)
 
-    def _fit(self, x, y):
+    def _fit(self, x, y, y_floor: float | None = None):
+        """Fit the camera to the points; ``y_floor``: the y axis starts there (a quantity that is never below)."""
         x0, x1 = (float(np.min(x)), float(np.max(x))) if len(x) else (0.0, 1.0)
         y0, y1 = (float(np.min(y)), float(np.max(y))) if len(y) else (0.0, 1.0)
+        if y_floor is not None:
+            y0 = y_floor
         if x1 <= x0:
             x1 = x0 + 1
         if y1 <= y0:
             y1 = y0 + 1
-        self.view.camera.set_range(x=(x0, x1), y=(y0, y1 + 0.05 * (y1 - y0)), margin=0)
+        # the rect itself: set_range() pads every side by a fixed amount, which pushed these axes below zero
+        self.view.camera.rect = (x0, y0, x1 - x0, 1.05 * (y1 - y0))
 
 
 class SphericalMeanPlot(_Plot):
     """Spherical mean against log2 |k| (as the thesis' figure 7.16), with mean +- std when averaged."""
 
     def __init__(self, parent_grid):
-        super().__init__(parent_grid, "spherical mean of |FFT|", "log2 |k|", "mean magnitude")
+        super().__init__(parent_grid, "spherical mean", "log2 |k|", "mean |FFT|")
         self.mean_line = scene.visuals.Line(np.zeros((2, 2), np.float32), color=MEAN_COLOUR, width=2,
                                             parent=self.view.scene)
         self.band = scene.visuals.Line(np.zeros((2, 2), np.float32), color=SPREAD_COLOUR, connect="segments",
@@ -113,26 +123,41 @@ class SphericalMeanPlot(_Plot):
         if std is not None and np.any(std > 0):
             seg = np.empty((2 * x.size, 2), np.float32)
             seg[0::2, 0] = seg[1::2, 0] = x
-            seg[0::2, 1], seg[1::2, 1] = y - std, y + std
+            lo, hi = np.maximum(y - std, 0.0), y + std      # a magnitude is never below zero
+            seg[0::2, 1], seg[1::2, 1] = lo, hi
             self.band.set_data(seg)
             self.band.visible = True
-            lo, hi = y - std, y + std
         else:
             self.band.visible = False
             lo = hi = y
-        self._fit(x, np.concatenate([lo, hi]))
+        self._fit(x, np.concatenate([lo, hi]), y_floor=0.0)
 
 
 class ClusterHistogramPlot(_Plot):
-    """Number of like-spin clusters per size bin [2^i, 2^(i+1)), up and down spins as two step lines."""
+    """Number of clusters per size bin [2^i, 2^(i+1)) of two kinds (Ising: up and down spins) as two step lines."""
 
     def __init__(self, parent_grid):
-        super().__init__(parent_grid, "like-spin cluster sizes (up / down)", "log2 cluster size", "clusters")
+        super().__init__(parent_grid, "cluster sizes", "log2 cluster size", "clusters")
         self.up = scene.visuals.Line(np.zeros((2, 2), np.float32), color=HIST_COLOUR, width=2,
                                      parent=self.view.scene)
         self.down = scene.visuals.Line(np.zeros((2, 2), np.float32), color=HIST_DOWN_COLOUR, width=2,
                                        parent=self.view.scene)
+        # the key, in the view's pixels at its top right (where the counts of large clusters are low)
+        self.key = scene.visuals.Text(["up", "down"], color=np.array([HIST_COLOUR, HIST_DOWN_COLOUR]),
+                                      font_size=7, anchor_x="right", anchor_y="center", parent=self.view)
+        self.key.order = 10
+        self.view.events.resize.connect(lambda event=None: self._place_key())
+        self._place_key()
         self.data = None
+
+    def _place_key(self) -> None:
+        width = float(self.view.size[0])
+        self.key.pos = np.array([[width - 8, 10], [width - 8, 24]], np.float32)
+
+    def set_labels(self, first: str, second: str) -> None:
+        """Name the two lines (the model's kinds of cluster, e.g. "up" and "down")."""
+        if list(self.key.text) != [first, second]:
+            self.key.text = [first, second]
 
     @staticmethod
     def steps(edges, counts) -> np.ndarray:
@@ -145,10 +170,12 @@ class ClusterHistogramPlot(_Plot):
         pts[-1] = (x[-1], 0)
         return pts
 
-    def set_data(self, edges, up_counts, down_counts) -> None:
+    def set_data(self, edges, up_counts, down_counts, labels: tuple[str, str] | None = None) -> None:
+        if labels is not None:
+            self.set_labels(*labels)
         self.data = (np.asarray(edges), np.asarray(up_counts), np.asarray(down_counts))
         up = self.steps(edges, np.asarray(up_counts))
         down = self.steps(edges, np.asarray(down_counts))
         self.up.set_data(up)
         self.down.set_data(down)
-        self._fit(up[:, 0], np.concatenate([up[:, 1], down[:, 1]]))
+        self._fit(up[:, 0], np.concatenate([up[:, 1], down[:, 1]]), y_floor=0.0)

@@ -1,7 +1,13 @@
 """Refuse models that cannot fit in the chosen backend's memory, before allocating anything.
 
-Host memory is the smallest of what the system has free, the cgroup's limit (containers, systemd slices)
-less its usage, and the address-space limit (``ulimit -v``) less what this process already maps.
+Each model class estimates its own peak (``Model.estimate_bytes(params, backend_name)``: from the plan --
+dimension, size, algorithm or integrator, rewiring p, in-degree k -- including the engine's scratch arrays);
+``check_fits(model_cls, params, backend)`` compares that estimate with what is free and raises a
+ParameterError naming the size parameter, with the estimate, what is free and the largest size that fits.
+
+Host memory is the smallest of what the system has free (psutil when installed, else /proc/meminfo
+MemAvailable), the cgroup's limit (containers, systemd slices) less its usage, and the address-space limit
+(``ulimit -v``) less what this process already maps. Device memory is CuPy's free memory on the current device.
 """
 from __future__ import annotations
 
@@ -56,36 +62,124 @@ def address_space_free_bytes() -> int | None:
     return max(0, soft - used)
 
 
+def _psutil_available() -> int | None:
+    """psutil's available memory (it knows more systems than /proc), or None when psutil is not installed."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        return int(psutil.virtual_memory().available)
+    except Exception:   # psutil raises its own errors on exotic systems; fall back to /proc
+        return None
+
+
+def _meminfo_available() -> int | None:
+    """MemAvailable of /proc/meminfo (counts reclaimable caches, which SC_AVPHYS_PAGES does not), or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def host_available_bytes() -> int:
     """Free host memory this process may use: system free memory, cgroup and ulimit limits."""
     try:
         free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         free = _UNLIMITED
-    try:   # MemAvailable counts reclaimable caches too, which SC_AVPHYS_PAGES does not
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    free = max(free, int(line.split()[1]) * 1024)
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
+    system = _psutil_available()
+    if system is None:
+        system = _meminfo_available()
+    if system is not None:
+        free = max(free, system) if free < _UNLIMITED else system
     limits = [free, *(v for v in (cgroup_free_bytes(), address_space_free_bytes()) if v is not None)]
     return min(limits)
 
 
+def device_available_bytes(xp) -> int:
+    """Free memory of the current CUDA device (CuPy's runtime; ``xp`` is the cupy module the backend chose)."""
+    free, _total = xp.cuda.runtime.memGetInfo()
+    return int(free)
+
+
 def available_bytes(backend) -> int:
-    if backend.is_gpu:
-        free, _total = backend.xp.cuda.runtime.memGetInfo()
-        return int(free)
-    return host_available_bytes()
+    """Free memory where the backend's arrays live: the current GPU's, or the host's."""
+    return device_available_bytes(backend.xp) if backend.is_gpu else host_available_bytes()
 
 
-def check_fits(need_bytes: int, backend, parameter: str, what: str) -> None:
-    """Raise ParameterError(parameter) when ``need_bytes`` exceed the free memory of the backend's device;
-    ``what`` describes the request in the message ("a 2D lattice of side 8192")."""
+# The parameter that sets a model's size, the first of these its schema has: the error names it, and the
+# largest value that fits is searched over it.
+SIZE_PARAMETERS = ("L", "n")
+
+
+def size_parameter(params) -> str | None:
+    return next((name for name in SIZE_PARAMETERS if name in type(params).model_fields), None)
+
+
+def _resolve(backend):
+    """A Backend from a Backend or a backend name ("auto", "cuda", "numpy")."""
+    if isinstance(backend, str):
+        from latticelab.sim.backend import select_backend
+        return select_backend(backend)
+    return backend
+
+
+def largest_size_that_fits(model_cls, params, backend_name: str, have: int) -> int | None:
+    """The largest value of the size parameter whose estimate is at most ``have`` bytes and that the schema
+    accepts with the other parameters as they are (None when even the smallest does not fit). The estimate
+    grows with the size, so a bisection finds it; the schema's own rules (even L, r <= L/2) are then met by
+    stepping down."""
+    size = size_parameter(params)
+    if size is None:
+        return None
+
+    def need(value: int) -> int:
+        # model_copy skips validation: the estimate only reads the fields, and values in between may break
+        # rules (odd L) that the final candidate is checked against below
+        return model_cls.estimate_bytes(params.model_copy(update={size: value}), backend_name) or 0
+
+    low, high = 1, int(getattr(params, size))
+    if need(low) > have:
+        return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if need(middle) <= have else (low, middle)
+    for value in range(low, max(0, low - 64), -1):
+        try:
+            params.replace(**{size: value})
+        except ValueError:
+            continue
+        return value
+    return None
+
+
+def check_fits(model_cls, params, backend) -> int | None:
+    """Raise ParameterError naming the size parameter (L) when ``model_cls`` built with ``params`` would not fit
+    in the free memory of ``backend`` (a Backend or a backend name): the message gives the estimate, what is
+    free and the largest size that fits. Returns the estimate in bytes (None: the model gives none, no check).
+
+    Call it before building anything: the estimate comes from the parameters alone."""
+    backend = _resolve(backend)
+    need = model_cls.estimate_bytes(params, backend.name)
+    if need is None:
+        return None
     have = available_bytes(backend)
-    if need_bytes > have:
-        where = f"GPU {backend.device_name}" if backend.is_gpu else "host memory"
-        raise ParameterError(parameter, f"{what} needs about {need_bytes / 2**30:.1f} GiB; "
-                                        f"only {have / 2**30:.1f} GiB is free on the {where}; choose a smaller {parameter}")
+    if need <= have:
+        return int(need)
+    size = size_parameter(params) or "params"
+    where = f"GPU {backend.device_name}" if backend.is_gpu else "host"
+    best = largest_size_that_fits(model_cls, params, backend.name, have)
+    advice = (f"the largest {size} that fits is {best}" if best is not None
+              else "even the smallest size does not fit")
+    current = getattr(params, size, None)
+    raise ParameterError(size, f"{model_cls.title} with {size} = {current} needs about {_gib(need)} of {where} "
+                               f"memory; only {_gib(have)} is free; choose a smaller {size} ({advice})")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**28 else f"{n / 2**20:.0f} MiB"

@@ -7,9 +7,10 @@ model classes.
 
 How a frame flows (sim/runner.py drives it)::
 
-    runner.advance()  ->  model.step(n)                    the simulation, on NumPy or CuPy
-                          model.observables()              scalars for the live plots
-                          model.changed()                  cells changed by those steps (highlight)
+    runner.advance()  ->  model.advance(n) -> StepBatch    n steps, on NumPy or CuPy, with each step's
+                                                           observables (scalars for the live plots) and the
+                                                           union of the cells they changed (highlight);
+                                                           by default step(1) + observables() + changed()
     runner.picture()  ->  model.picture(highlight, marks)  what to draw: byte codes + palette (sim/picture.py)
     FieldView.show(picture)                                render/: 2D image, 3D cube (peeling), unfolded grid
 """
@@ -35,6 +36,31 @@ class Observable:
     log: bool = False
 
 
+@dataclass
+class StepBatch:
+    """What ``Model.advance(n)`` returns: the time and declared observables after each of the ``steps`` steps
+    (host arrays of length ``steps``), and the union of the cells changed by them (a bool array on the model's
+    device) or None for a model without ``changed()``."""
+    steps: int
+    times: np.ndarray
+    observables: dict[str, np.ndarray] | "PendingObservables"
+    changed: Any = None
+
+
+class PendingObservables(Protocol):
+    """Observables of a batch still being copied from the device (``advance(n, wait=False)``): the window
+    draws the frame while the copy runs and takes them at its next frame."""
+
+    def ready(self) -> bool:
+        """True once ``result()`` will not wait."""
+
+    def result(self) -> dict[str, np.ndarray]:
+        """The observables (waiting for the copy if needed)."""
+
+    def device_seconds(self) -> float | None:
+        """How long the device took for the batch's steps, once ready (None if unknown)."""
+
+
 class Model(abc.ABC):
     """Base class of every model. Subclasses set the class attributes and implement the abstract methods.
 
@@ -49,6 +75,8 @@ class Model(abc.ABC):
         small_example parameters of a small instance that steps in milliseconds on the CPU (tests, demos)
         format_1_layout  for the one model latticelab 0.1 saved (format 1, before the model name was stored):
                       where its parameters and arrays stood; sim/state.py upgrades such files (None for others)
+        run_options   extra options of ``latticelab run <model>`` (``RunOption``s: input files, outputs); the
+                      classmethod ``run_hooks(values)`` turns their values into the run's ``RunHooks``
     """
 
     name: ClassVar[str]
@@ -60,6 +88,13 @@ class Model(abc.ABC):
     marks_label: ClassVar[str | None] = None
     small_example: ClassVar[dict] = {}
     format_1_layout: ClassVar[dict | None] = None
+    run_options: ClassVar[tuple[RunOption, ...]] = ()
+
+    @classmethod
+    def run_hooks(cls, values: dict) -> RunHooks:
+        """What this model adds to a headless run, from the values of its ``run_options`` (option name -> the
+        text given, or None). The default adds nothing."""
+        return RunHooks()
 
     # ---- construction -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -101,6 +136,14 @@ class Model(abc.ABC):
         gpu = select_backend(backend).is_gpu if backend != "numpy" else False
         return cls(cls.Params.create(gpu=gpu, **values), backend=backend)
 
+    @classmethod
+    def estimate_bytes(cls, params: ModelParams, backend_name: str) -> int | None:
+        """Peak memory (bytes) that building and stepping a model with ``params`` takes where the backend
+        ("numpy": host, "cuda": the GPU) keeps its arrays, from the parameters alone (nothing is allocated), or
+        None when the model gives no estimate (then nothing is checked). sim/memory.py ``check_fits`` compares it
+        with the free memory before a model is built; it must grow with the size parameter (L)."""
+        return None
+
     # ---- parameters ---------------------------------------------------------------------------
     @property
     def params(self) -> ModelParams:
@@ -140,6 +183,30 @@ class Model(abc.ABC):
         """Bool array (cell shape, on the model's device) of the cells changed by the last ``step`` call, or
         None when the model has no such notion."""
         return None
+
+    def advance(self, n: int, wait: bool = True) -> StepBatch:
+        """``n`` steps with the observables after each and the union of the cells they changed: what one frame of
+        the window needs. This default steps one at a time (one host synchronisation per step for the
+        observables); a model with a faster way (several steps per kernel call, observables reduced on the device
+        and copied once) overrides it and must give the same trajectory and the same numbers. With
+        ``wait=False`` such a model may return before the device is done, with ``PendingObservables``."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n: must be a positive integer number of steps; got {n!r}")
+        names = [o.name for o in self.declared_observables]
+        times = np.empty(int(n))
+        values = {name: np.empty(int(n)) for name in names}
+        union = None
+        for i in range(int(n)):
+            self.step(1)
+            changed = self.changed()
+            if changed is not None:
+                xp = self.xp
+                union = changed.copy() if union is None else xp.logical_or(union, changed, out=union)
+            times[i] = self.time
+            observed = self.observables()
+            for name in names:
+                values[name][i] = observed[name]
+        return StepBatch(int(n), times, values, union)
 
     # ---- what there is to see and analyse -----------------------------------------------------------
     @property
@@ -199,8 +266,103 @@ class HasMagnetisation(Protocol):
 
 @runtime_checkable
 class HasGraph(Protocol):
+    """A model with an interaction graph. A model that stores its graph's adjacency may also define
+    ``adjacency_csr() -> (offsets, neighbours)``: the undirected simple graph over the flat cell indices in CSR
+    form (host int64 offsets of length N + 1; each row's neighbours sorted, every edge in both rows, no
+    self-loops); sim/analysis/graph.py then measures those arrays instead of rebuilding them from ``edges()``.
+    It is optional, so it is not a member of this protocol (``isinstance`` checks ``edges`` only)."""
+
     def edges(self) -> np.ndarray:
         """(E, 2) flat cell indices of the model's current interaction graph (host)."""
+
+
+@dataclass(frozen=True)
+class SignalColumn:
+    """One column of a ``HasSignal`` trace (after the step column). ``role`` says how a view uses it:
+    "signal" -- the recorded signal itself, plotted and analysed (periodogram, qEEG); "fraction" -- the fraction
+    of some cells active in the sample, shown as a rate per cell (fraction x ``signal_rate``, Hz); "probe" --
+    the value of the cell picked by ``HasProbe.probe``."""
+    name: str
+    label: str
+    unit: str = ""
+    role: str = "signal"
+
+
+@runtime_checkable
+class HasSignal(Protocol):
+    """A model that records continuous signals, one sample per step (the cortex's pseudo-EEG at 1 kHz)."""
+
+    signal_rate: float                          # samples per second of simulated time
+    signal_columns: tuple[SignalColumn, ...]    # the trace's columns after the first, in order
+
+    def trace(self, since: int | None = None) -> np.ndarray:
+        """Host (m, 1 + len(signal_columns)) array of the samples of the steps after step ``since``: column 0 is
+        the number of steps taken when the sample was recorded (1, 2, ...; its time is that / ``signal_rate``
+        seconds), then one column per ``signal_columns``. Only a bounded number of recent steps is kept."""
+
+
+@runtime_checkable
+class HasProbe(Protocol):
+    """A model in which one cell can be picked (clicked in the view) to be watched."""
+
+    probe_label: str        # what a cell is, for people ("neuron")
+    probe: int              # flat index of the picked cell (settable; a bad index raises ParameterError)
+
+    def probe_info(self, index: int) -> dict:
+        """Name -> value of what there is to know about cell ``index`` now (kind, constants, state)."""
+
+
+@dataclass(frozen=True)
+class EffectiveValue:
+    """A parameter as set (``base``) and as it acts now (``effective``), e.g. after a drug factor."""
+    name: str
+    unit: str
+    base: float
+    effective: float
+
+
+@runtime_checkable
+class HasEffectiveParameters(Protocol):
+    def effective_parameters(self) -> tuple[EffectiveValue, ...]:
+        """The parameters whose acting value differs from the set one by a rule of the model, base and
+        effective side by side, for a table."""
+
+
+@dataclass(frozen=True)
+class Impulse:
+    """A brief change of live parameters that a button applies now (``changes``, through the window's parameter
+    path, so validation applies) and undoes after ``steps`` steps (each parameter back to its value before)."""
+    label: str
+    changes: tuple[tuple[str, Any], ...]
+    steps: int
+    help: str = ""
+
+
+@runtime_checkable
+class HasImpulse(Protocol):
+    impulse: Impulse        # declared on the model class
+
+
+@dataclass(frozen=True)
+class Coarsening:
+    """A length that grows as a power of time while the model coarsens: the declared observable ``observable``
+    ~ t^``exponent`` (``law`` names the theory, for the plot's guide line)."""
+    observable: str
+    exponent: float
+    law: str = ""
+
+
+@runtime_checkable
+class HasCoarsening(Protocol):
+    coarsening: Coarsening  # declared on the model class
+
+
+@runtime_checkable
+class HasInterface(Protocol):
+    """A scalar-field model whose main field (``fields()``'s first) has an interface at a level (phi = 0
+    between the phases), drawn in 3D as that iso-surface."""
+
+    interface_level: float
 
 
 
@@ -209,3 +371,40 @@ def main_field(model) -> tuple[str, object]:
     name, array = next(iter(model.fields().items()))
     return name, array
 
+
+# ---- what a model adds to a headless run (``latticelab run <model>``, app/cli.py) --------------------------
+@dataclass(frozen=True)
+class RunOption:
+    """An extra option of ``latticelab run <model>``: ``name`` "pfhub_out" is the option --pfhub-out. ``output``:
+    a file the run writes (checked before the run starts; an existing one is kept unless --overwrite)."""
+    name: str
+    help: str
+    metavar: str = "FILE"
+    output: bool = False
+
+
+class RunHooks:
+    """Called by a headless run around the generic stepping; every method does nothing by default. Errors in
+    the user's input raise ParameterError naming the option ("initial", "schedule"), before anything runs."""
+
+    def start(self, model) -> None:
+        """Once, after the model is built and before the first step (read and apply input files)."""
+
+    def before_step(self, model) -> None:
+        """Before every step, equilibration included (a schedule's changes)."""
+
+    def step(self, model, until: float | None = None) -> None:
+        """Take one step; ``until``: the simulated time the run ends at, which a model with a clock may land on
+        exactly by shortening its last step."""
+        model.step(1)
+
+    def after_step(self, model) -> None:
+        """After every recorded step, not after equilibration steps (collect a time series)."""
+
+    def outputs(self, model) -> dict:
+        """{option name: write(text_file)} of the output files to write (atomically) when the run is done."""
+        return {}
+
+    def notes(self) -> list[str]:
+        """Lines to tell the user when the run is done (an output that came out empty, and why)."""
+        return []

@@ -44,14 +44,39 @@ class CellEncoder:
 
 
 @dataclass(frozen=True)
+class ColourBar:
+    """What the colours of a real field mean, for a colour bar beside the view: ``label`` (and ``unit``) of the
+    field, shown from ``vmin`` (code 0) to ``vmax`` (code ``SCALAR_LEVELS - 1``)."""
+    label: str
+    unit: str
+    vmin: float
+    vmax: float
+
+    def __post_init__(self):
+        if not (np.isfinite(self.vmin) and np.isfinite(self.vmax)) or self.vmax <= self.vmin:
+            raise ValueError(f"colour_bar: vmin and vmax must be finite with vmin < vmax; "
+                             f"got ({self.vmin}, {self.vmax})")
+
+    @property
+    def title(self) -> str:
+        """"label [unit]" (or just the label)."""
+        return f"{self.label} [{self.unit}]" if self.unit else self.label
+
+
+@dataclass(frozen=True)
 class Picture:
     """One frame's worth of what to draw.
 
     ``arrays``: up to three arrays of the cell shape on the model's device (None where absent), the encoder's
     inputs; ``scalars``: its two float parameters. ``palette``: (256, 4) float32 RGBA in [0, 1] per code (floats,
     so that the views shade exactly the colours the model chose). ``links``: (R, 2)
-    flat cell indices of links to draw over the cells, or None. ``legend``: (label, RGBA) pairs for a key.
-    ``value_range``: for scalar pictures, the field values at code 0 and code 253.
+    flat cell indices of links to draw over the cells, or None. ``value_range``: for scalar pictures, the field
+    values at code 0 and code 253.
+
+    What the colours mean, for a key drawn beside the cells (render/legend.py): ``legend``, (label, code) pairs
+    naming the codes of a picture of discrete states (the colour is the palette's, so key and cells cannot
+    disagree) or the special codes of a scalar one (highlighted cells); ``colour_bar``, a ``ColourBar`` for a
+    real field. Both optional: a picture without them is drawn without a key.
     """
     xp: Any
     shape: tuple[int, ...]
@@ -60,8 +85,9 @@ class Picture:
     palette: np.ndarray
     scalars: tuple[float, float] = (0.0, 0.0)
     links: np.ndarray | None = None
-    legend: tuple = field(default_factory=tuple)
+    legend: tuple[tuple[str, int], ...] = field(default_factory=tuple)
     value_range: tuple[float, float] | None = None
+    colour_bar: ColourBar | None = None
 
     def __post_init__(self):
         arrays = tuple(self.arrays) + (None,) * (3 - len(self.arrays))
@@ -74,6 +100,14 @@ class Picture:
         for array in arrays:
             if array is not None and tuple(array.shape) != tuple(self.shape):
                 raise ValueError(f"arrays: shape {tuple(array.shape)} differs from the picture's {self.shape}")
+        legend = tuple(tuple(entry) for entry in self.legend)
+        for entry in legend:
+            if (len(entry) != 2 or not isinstance(entry[0], str) or isinstance(entry[1], bool)
+                    or not isinstance(entry[1], (int, np.integer)) or not 0 <= entry[1] <= 255):
+                raise ValueError(f"legend: each entry must be (label, code) with a code in 0..255; got {entry!r}")
+        object.__setattr__(self, "legend", tuple((label, int(code)) for label, code in legend))
+        if self.colour_bar is not None and not isinstance(self.colour_bar, ColourBar):
+            raise ValueError(f"colour_bar: must be a ColourBar or None; got {type(self.colour_bar).__name__}")
 
     def codes(self):
         """uint8 codes of the cell shape, computed where the arrays live (``xp``)."""
@@ -154,13 +188,20 @@ def _colormap_palette(colormap: str, highlight_colour: tuple) -> np.ndarray:
 
 
 def scalar_picture(xp, values, low: float, high: float, colormap: str = "viridis", highlight=None,
-                   highlight_colour=(1.0, 1.0, 1.0, 1.0), links=None, legend=()) -> Picture:
-    """A picture of a real field shown through ``colormap`` over [low, high], optionally with highlighted cells."""
+                   highlight_colour=(1.0, 1.0, 1.0, 1.0), links=None, legend=(), label: str = "", unit: str = "",
+                   highlight_label: str = "") -> Picture:
+    """A picture of a real field shown through ``colormap`` over [low, high], optionally with highlighted cells.
+    ``label`` and ``unit`` name the field for the colour bar (none without a label); ``highlight_label`` says
+    what a highlighted cell is, for the legend (only while cells are highlighted)."""
     if colormap not in COLORMAPS:
         raise ValueError(f"colormap: must be one of {', '.join(COLORMAPS)}; got {colormap!r}")
     if not (np.isfinite(low) and np.isfinite(high)) or high <= low:
         raise ValueError(f"range: must be finite with low < high; got ({low}, {high})")
     palette = _colormap_palette(colormap, tuple(float(c) for c in highlight_colour))
+    legend = tuple(legend)
+    if highlight is not None and highlight_label:
+        legend += ((highlight_label, SCALAR_HIGHLIGHT),)
+    colour_bar = ColourBar(label, unit, float(low), float(high)) if label else None
     return Picture(xp, tuple(values.shape), SCALAR_ENCODER, (values, highlight), palette,
-                   scalars=(float(low), float(high)), links=links, legend=tuple(legend),
-                   value_range=(float(low), float(high)))
+                   scalars=(float(low), float(high)), links=links, legend=legend,
+                   value_range=(float(low), float(high)), colour_bar=colour_bar)

@@ -58,11 +58,54 @@ class ObservableHistory:
             self._values[key][i] = self._values[source][recent].std() if n >= 2 else np.nan
         self.version += 1
 
+    def push_many(self, times, observables: dict) -> None:
+        """Samples of several steps at once: ``times`` (n,), ``observables[name]`` (n,) each; the same result as
+        n calls of ``push``, with the sliding-window spreads computed from running sums."""
+        times = np.asarray(times, np.float64)
+        n = len(times)
+        if n == 0:
+            return
+        first = self._count
+        before = min(first, self.window - 1, self.capacity)   # stored values the first windows reach back to
+        stored = np.arange(first - before, first) % self.capacity
+        keep = min(n, self.capacity)                           # only the last ``capacity`` samples are stored
+        at = (first + n - keep + np.arange(keep)) % self.capacity
+        spreads = {}
+        for key, source in self.spreads.items():
+            values = np.concatenate([self._values[source][stored], np.asarray(observables[source], np.float64)])
+            spreads[key] = sliding_std(values, self.window, first - before)[before:][n - keep:]
+        self._time[at] = times[n - keep:]
+        for key in self.recorded:
+            self._values[key][at] = np.asarray(observables[key], np.float64)[n - keep:]
+        for key, spread in spreads.items():
+            self._values[key][at] = spread
+        self._count += n
+        self.version += 1
+
     def arrays(self) -> tuple[np.ndarray, dict]:
         """(times, {name: values}) in chronological order."""
         n = len(self)
         order = np.arange(self._count - n, self._count) % self.capacity
         return self._time[order], {key: values[order] for key, values in self._values.items()}
+
+
+def sliding_std(values: np.ndarray, window: int, first_index: int = 0) -> np.ndarray:
+    """Standard deviation (population, as numpy's std) of each value with the ones before it, over the last
+    ``window`` values, NaN where fewer than 2; ``first_index`` is the global index of ``values[0]`` (the window
+    of sample j starts at max(0, j + 1 - window)), as ``ObservableHistory.push`` computes one at a time."""
+    n = len(values)
+    j = np.arange(n)
+    lower = np.maximum(j + 1 - window, -first_index)    # no samples before global index 0
+    lower = np.maximum(lower, 0)
+    counts = j + 1 - lower
+    if np.all(np.isfinite(values)):
+        sums = np.concatenate([[0.0], np.cumsum(values)])
+        squares = np.concatenate([[0.0], np.cumsum(values * values)])
+        mean = (sums[j + 1] - sums[lower]) / counts
+        spread = np.sqrt(np.maximum((squares[j + 1] - squares[lower]) / counts - mean * mean, 0.0))
+    else:   # rare: a NaN would spread through the running sums
+        spread = np.array([values[lo:k + 1].std() for lo, k in zip(lower, j)])
+    return np.where(counts >= 2, spread, np.nan)
 
 
 class Runner:
@@ -76,6 +119,9 @@ class Runner:
         self.pending: dict = {}        # reset parameters waiting for the next reset
         self.highlight = None          # cells changed since the last frame was shown
         self.state_version = 0         # bumps when what the view shows changes
+        self.seconds_per_step = None   # running estimate of one step's cost (None: not measured yet)
+        self._last_batch = 1
+        self._waiting = []             # batches whose observables the device is still copying
         self._after_new_model()
 
     # ---- the model ---------------------------------------------------------------------------
@@ -110,6 +156,8 @@ class Runner:
     def _after_new_model(self) -> None:
         self.history = ObservableHistory(self.model.declared_observables, self.history_length, self.spread_window)
         self.highlight = self.model.changed()   # a loaded state shows what its last step changed
+        self.seconds_per_step, self._last_batch = None, 1
+        self._waiting = []
         self.state_version += 1
         self._record()
 
@@ -145,6 +193,7 @@ class Runner:
             raise ParameterError(wrong[0], f"is not applied at a reset; reset takes {', '.join(schema.names('reset'))}")
         self.model.reset(**{**self.pending, **values})
         self.pending = {}
+        self._waiting = []     # observables of the run before the reset
         self.highlight = self.model.changed()
         self.history.clear()
         self.state_version += 1
@@ -152,26 +201,63 @@ class Runner:
 
     # ---- stepping ----------------------------------------------------------------------------
     def advance(self, max_steps: int, budget_s: float | None = None) -> int:
-        """Run up to ``max_steps`` steps, stopping early once ``budget_s`` seconds are used (at least one
-        step is always taken). Cells changed in any of these steps are highlighted. Returns steps taken."""
-        model = self.model
-        xp = model.xp
+        """Run up to ``max_steps`` steps, or (with ``budget_s``) as many as the measured cost of a step says fit
+        in that many seconds -- at least one. The steps go to the model in one ``advance`` call (several per
+        kernel launch sequence, observables copied once), their observables into the history, and the cells
+        changed in any of them become the highlight. Returns the steps taken."""
+        n = self.steps_for(max_steps, budget_s)
+        if n < 1:
+            return 0
+        # at most one batch in flight: the device's queue cannot grow behind a host that launches faster
+        self.collect(wait=True)
         start = time.perf_counter()
-        taken = 0
-        highlight = None
-        while taken < max_steps:
-            model.step(1)
-            taken += 1
-            changed = model.changed()
-            if changed is not None:
-                highlight = changed.copy() if highlight is None else xp.logical_or(highlight, changed, out=highlight)
-            self._record()
-            if budget_s is not None and time.perf_counter() - start > budget_s:
-                break
-        if taken:
-            self.highlight = highlight
-            self.state_version += 1
-        return taken
+        # a timed frame need not wait for the device: its observables arrive while the window draws
+        batch = self.model.advance(n, wait=budget_s is None)
+        self.commit(batch, time.perf_counter() - start)
+        return batch.steps
+
+    def collect(self, wait: bool = False) -> None:
+        """Put the observables of finished batches (those the device was still copying) into the history, in
+        order; with ``wait``, all of them."""
+        while self._waiting and (wait or self._waiting[0].observables.ready()):
+            batch = self._waiting.pop(0)
+            pending = batch.observables
+            self._push(batch.times, pending.result())
+            seconds = pending.device_seconds()
+            if seconds:
+                self._measured(seconds, batch.steps)
+
+    def steps_for(self, max_steps: int, budget_s: float | None) -> int:
+        """How many steps the next ``advance`` takes: all ``max_steps`` without a budget; with one, what the
+        recent cost per step predicts fits (doubling at most per frame, so a cheap start cannot overshoot)."""
+        max_steps = int(max_steps)
+        if budget_s is None or max_steps <= 1:
+            return max(0, max_steps)
+        if self.seconds_per_step is None:
+            return 1
+        fit = int(budget_s / max(self.seconds_per_step, 1e-9))
+        return max(1, min(max_steps, fit, 2 * self._last_batch))
+
+    def commit(self, batch, seconds: float | None = None) -> None:
+        """Take a finished batch of steps (from ``advance`` here or from a worker thread that ran
+        ``model.advance``): history, highlight, cost per step."""
+        self._last_batch = max(1, batch.steps)
+        if isinstance(batch.observables, dict):
+            if seconds is not None and batch.steps:
+                self._measured(seconds, batch.steps)
+            self._push(batch.times, batch.observables)
+        else:   # still on its way from the device: the cost per step comes with it (device time)
+            self._waiting.append(batch)
+        self.highlight = batch.changed
+        self.state_version += 1
+
+    def _measured(self, seconds: float, steps: int) -> None:
+        per_step = seconds / steps
+        old = self.seconds_per_step
+        self.seconds_per_step = per_step if old is None else 0.5 * old + 0.5 * per_step
+
+    def _push(self, times, observables) -> None:
+        self.history.push_many(times, observables)
 
     def _record(self) -> None:
         self.history.push(self.model.time, self.model.observables())

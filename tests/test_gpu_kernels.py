@@ -247,3 +247,93 @@ def test_ising_model_steps_use_the_packed_sweeps_with_the_same_trajectory():
         a.step(5)
         resumed.step(5)
         np.testing.assert_array_equal(to_numpy(a.spins), to_numpy(resumed.spins))
+
+
+def _twin_frame(lattice, host, T, rng, n):
+    """n twin sweeps: the final spins, the union of their flips, and each sweep's (bond sum, spin sum, flips)
+    counted directly from the spins and the lattice's edge list."""
+    edges = np.asarray(lattice.edges(), dtype=np.int64)
+    union = np.zeros(host.shape, bool)
+    rows = []
+    for _ in range(n):
+        host, mask = metropolis_twin(lattice, host, T, (rng.seed, rng.streams_used))
+        rng.streams_used += 1
+        union |= mask
+        s = host.reshape(-1).astype(np.int64)
+        rows.append((int((s[edges[:, 0]] * s[edges[:, 1]]).sum()), int(s.sum()), int(mask.sum())))
+    return host, union, np.array(rows, dtype=np.int64)
+
+
+FRAME_CASES = {
+    "emulator": [(2, 64, 0.0), (2, 64, 0.1), (3, 64, 0.01)],
+    "cuda": [(2, 64, 0.1), (2, 512, 0.0), (2, 512, 0.01), (3, 64, 0.05), (3, 128, 0.002), (2, 192, 0.02)],
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_packed_frame_measures_each_sweep_and_unions_the_flips(device):
+    """metropolis_frame: the twin's spins after n sweeps, the union of the n sweeps' flips, and each sweep's
+    bond sum, spin sum and flip count -- reduced inside the sweep launches -- equal to counts made directly
+    from the twin's spins and the lattice's edges."""
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
+    xp = device_xp(device)
+    for dim, L, p in FRAME_CASES[device]:
+        lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
+        engine = CudaEngine(xp, lattice)
+        host = random_spins((L,) * dim, seed=L)
+        spins = xp.asarray(host)
+        for T, n in ((2.269 if dim == 2 else 4.5115, 3), (1.0, 2)):
+            twin_rng, rng = StreamRNG(np, 21, 2), StreamRNG(xp, 21, 2)
+            host, union, rows = _twin_frame(lattice, host, T, twin_rng, n)
+            spins, mask, totals = engine.metropolis_frame(spins, T, rng, n)
+            where = f"{dim}D L={L} p={p} T={T}"
+            np.testing.assert_array_equal(to_numpy(spins), host, err_msg=where)
+            np.testing.assert_array_equal(to_numpy(mask), union, err_msg=where)
+            np.testing.assert_array_equal(totals, rows, err_msg=where)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dim, L, p, algorithm", [(2, 128, 0.01, "metropolis"), (2, 100, 0.01, "metropolis"),
+                                                  (3, 64, 0.01, "metropolis"), (2, 128, 0.01, "4:1"),
+                                                  (3, 32, 0.0, "swendsen-wang"), (2, 64, 0.02, "wolff")])
+def test_a_frame_on_the_gpu_equals_single_steps(dim, L, p, algorithm):
+    """IsingModel.advance(n) on CUDA (packed frame, or the device-buffer loop for cluster schedules): the same
+    spins, per-step observables and union of flips as n single steps with observables() after each."""
+    T = 2.3 if dim == 2 else 4.5
+    a = IsingModel(dim=dim, L=L, T=T, p=p, seed=4, algorithm=algorithm, backend="cuda")
+    b = IsingModel(dim=dim, L=L, T=T, p=p, seed=4, algorithm=algorithm, backend="cuda")
+    for n in (1, 9):
+        rows, union = [], np.zeros((L,) * dim, bool)
+        for _ in range(n):
+            a.step(1)
+            union |= to_numpy(a.changed()).astype(bool)
+            rows.append(a.observables())
+        batch = b.advance(n)
+        np.testing.assert_array_equal(to_numpy(a.spins), to_numpy(b.spins))
+        np.testing.assert_array_equal(to_numpy(batch.changed), union)
+        for name in ("energy", "magnetisation", "flipped_fraction"):
+            np.testing.assert_allclose(batch.observables[name], [r[name] for r in rows], rtol=1e-12, err_msg=name)
+        assert list(batch.times) == list(range(a.step_count - n + 1, a.step_count + 1))
+
+
+@pytest.mark.gpu
+def test_a_frame_that_does_not_wait_delivers_the_same_observables_later():
+    """advance(n, wait=False): the batch returns before the device is done; its observables, once copied, equal
+    those of a waiting frame on a twin model, and the runner's history takes them in order."""
+    from latticelab.sim.runner import Runner
+    a = IsingModel(dim=2, L=256, T=2.3, p=0.01, seed=6, algorithm="metropolis", backend="cuda")
+    b = IsingModel(dim=2, L=256, T=2.3, p=0.01, seed=6, algorithm="metropolis", backend="cuda")
+    for n in (5, 40):
+        waited, pending = a.advance(n), b.advance(n, wait=False)
+        assert not isinstance(pending.observables, dict)
+        got = pending.observables.result()
+        assert pending.observables.ready() and pending.observables.device_seconds() > 0
+        for name, values in waited.observables.items():
+            np.testing.assert_array_equal(got[name], values, err_msg=name)
+    runner = Runner("ising", {"dim": 2, "L": 256, "T": 2.3, "seed": 6, "algorithm": "metropolis"}, backend="cuda")
+    for _ in range(4):
+        runner.advance(50, budget_s=0.01)
+    runner.collect(wait=True)
+    times, values = runner.history.arrays()
+    assert times[-1] == runner.model.step_count and np.all(np.diff(times) == 1)
+    assert np.all(np.isfinite(values["energy"]))

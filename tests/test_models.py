@@ -209,3 +209,61 @@ def test_state_files_name_the_problem(tmp_path):
     with pytest.raises(StateError, match="notes.npz") as info:
         load_state(text)
     assert "allow_pickle" not in str(info.value)
+
+
+def step_by_step(model, n: int):
+    """What a frame of n steps must equal: n single steps, the observables after each, the union of changes."""
+    times, rows, union = [], [], None
+    for _ in range(n):
+        model.step(1)
+        changed = model.changed()
+        if changed is not None:
+            changed = to_numpy(changed).astype(bool)
+            union = changed.copy() if union is None else union | changed
+        times.append(model.time)
+        rows.append(model.observables())
+    return times, rows, union
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_frame_of_steps_equals_single_steps(name):
+    """model.advance(n) (one call per frame) gives the trajectory, the per-step observables and the union of the
+    changed cells of n single steps, for every registered model; the runner puts them in its history."""
+    for n in (1, 4):
+        a, b = small(name, seed=8), small(name, seed=8)
+        times, rows, union = step_by_step(a, n)
+        batch = b.advance(n)
+        assert batch.steps == n and b.step_count == a.step_count
+        assert_same_fields(a, b)
+        np.testing.assert_allclose(batch.times, times, rtol=1e-12)
+        for o in type(b).declared_observables:
+            np.testing.assert_allclose(batch.observables[o.name], [r[o.name] for r in rows], rtol=1e-12,
+                                       err_msg=o.name)
+        if union is None:
+            assert batch.changed is None
+        else:
+            np.testing.assert_array_equal(to_numpy(batch.changed), union)
+    with pytest.raises(ValueError, match="n"):
+        small(name).advance(0)
+
+
+def test_the_history_takes_a_frame_as_single_steps_would():
+    """ObservableHistory.push_many equals push one sample at a time, sliding-window spreads included, also
+    when a batch is longer than the history."""
+    from latticelab.sim.model import Observable
+    from latticelab.sim.runner import ObservableHistory
+    declared = [Observable("a", "a", spread=True), Observable("b", "b")]
+    rng = np.random.default_rng(3)
+    for capacity, window, batches in ((1000, 50, [1, 3, 100, 7, 1200, 5]), (20, 5, [1, 1, 2, 30, 3])):
+        one, many = ObservableHistory(declared, capacity, window), ObservableHistory(declared, capacity, window)
+        t = 0
+        for size in batches:
+            values = {"a": rng.normal(size=size) * 3 + 1, "b": rng.normal(size=size)}
+            for i in range(size):
+                one.push(t + i + 1, {k: v[i] for k, v in values.items()})
+            many.push_many(np.arange(t + 1, t + size + 1), values)
+            t += size
+            (t1, v1), (t2, v2) = one.arrays(), many.arrays()
+            np.testing.assert_array_equal(t1, t2)
+            for key in v1:
+                np.testing.assert_allclose(v2[key], v1[key], rtol=1e-9, atol=1e-12, err_msg=key)

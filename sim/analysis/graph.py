@@ -42,6 +42,8 @@ COUNTS_FILE = KERNEL_DIR / "graph_counts.cu"
 GENERATE_FILE = KERNEL_DIR / "graph_generate.cu"
 THREADS = 256
 TAG_WS, TAG_BA = 64, 65          # keep in step with kernels/graph_generate.cu
+TAG_BA_STEPS = 66                # + 16 x selection round: the thesis generator's numbers (host-drawn, no kernel)
+BA_METHODS = ("thesis", "batagelj-brandes")
 _MAX_ROUNDS = 200
 _BFS_PAIRS = 1 << 25             # (sources x vertices) visited flags held at once by the batched BFS
 
@@ -134,15 +136,35 @@ def from_edges(n: int, edges, xp=None, loops: str = "error") -> Graph:
     return Graph(n, offsets, dst.astype(xp.int32), xp)
 
 
-def graph_of(model, xp=None) -> Graph:
+def graph_of(model, xp=None, stored: bool = True) -> Graph:
     """The current interaction graph of a model with the ``HasGraph`` capability (sim/model.py), on ``xp``
     (default: the model's own array module). Vertices are the flat cell indices; directed connections are
-    taken undirected and repeated ones once."""
+    taken undirected and repeated ones once. A model that stores its adjacency (the optional
+    ``adjacency_csr()``) is measured on those arrays as they are; ``stored=False`` rebuilds the CSR from
+    ``edges()`` instead (what the tests compare it with)."""
     from latticelab.sim.model import HasGraph
     if not isinstance(model, HasGraph):
         raise GraphError(f"{type(model).__name__} does not expose a graph (no edges())")
     n = int(np.prod(model.shape))
-    return from_edges(n, model.edges(), xp=xp or getattr(model, "xp", np))
+    xp = xp or getattr(model, "xp", np)
+    adjacency_csr = getattr(model, "adjacency_csr", None) if stored else None
+    if callable(adjacency_csr):
+        return stored_graph(n, *adjacency_csr(), xp=xp)
+    return from_edges(n, model.edges(), xp=xp)
+
+
+def stored_graph(n: int, offsets, neighbours, xp=None) -> Graph:
+    """A Graph on a model's own CSR arrays (see HasGraph in sim/model.py); their shape is checked, their
+    promise (sorted rows, both directions, no self-loops) is the model's."""
+    xp = xp or np
+    offsets, neighbours = to_numpy(offsets), to_numpy(neighbours)
+    if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != neighbours.size or neighbours.ndim != 1:
+        raise GraphError(f"adjacency_csr(): expected offsets of length {n + 1} from 0 to the number of "
+                         f"neighbours ({neighbours.size}); got shape {offsets.shape}")
+    if neighbours.size and (neighbours.min() < 0 or neighbours.max() >= n):
+        raise GraphError(f"adjacency_csr(): neighbours must be cell indices in [0, {n})")
+    return Graph(n, xp.asarray(offsets.astype(np.int64, copy=False)),
+                 xp.asarray(neighbours.astype(np.int32, copy=False)), xp)
 
 
 # ---- kernels --------------------------------------------------------------------------------------------
@@ -523,15 +545,23 @@ def _ba_targets_numpy(core_ends: np.ndarray, m0: int, m: int, n_slots: int, key)
     return result[ref]
 
 
-def barabasi_albert(n: int, m: int, seed: int = 0, xp=None, stream: int = 0) -> Graph:
+def barabasi_albert(n: int, m: int, seed: int = 0, xp=None, stream: int = 0, method: str = "thesis") -> Graph:
     """Barabasi-Albert scale-free graph: a complete core of m + 1 vertices, then each new vertex joined to
-    ``m`` earlier vertices chosen with probability proportional to their degree (Batagelj-Brandes edge-list
-    sampling, parallel over all edges; see kernels/graph_generate.cu). A target drawn twice by one new vertex
-    gives one edge, so a few vertices have fewer than m new edges. Philox keyed by (seed, stream): the same
-    graph on every array module."""
+    ``m`` earlier vertices chosen with probability proportional to their degree. Philox keyed by (seed, stream):
+    the same graph on every array module.
+
+    ``method``: "thesis" (default) follows thesis 003, section 5.2 (``ba_thesis_edges``): exactly m distinct
+    new edges per vertex, so m (m + 1) / 2 + (n - m - 1) m edges, no self-loops, no repeats; its steps run
+    one after another (O(n^2) work, as in the thesis). "batagelj-brandes" samples all edges at once (Batagelj &
+    Brandes 2005's edge-list view, kernels/graph_generate.cu on a GPU): fast for large n, but a target drawn
+    twice by one new vertex gives one edge, so a few vertices have fewer than m new edges."""
     xp = xp or np
     if m < 1 or m >= n:
         raise GraphError(f"m must be in [1, n); got m={m}, n={n}")
+    if method == "thesis":
+        return from_edges(n, ba_thesis_edges(n, m, seed, xp, stream), xp=xp)
+    if method != "batagelj-brandes":
+        raise GraphError(f"method must be one of {', '.join(BA_METHODS)}; got {method!r}")
     m0 = m + 1
     core_ends = _ba_core(m0)
     n_slots = (n - m0) * m
@@ -546,6 +576,67 @@ def barabasi_albert(n: int, m: int, seed: int = 0, xp=None, stream: int = 0) -> 
     new = m0 + xp.arange(n_slots, dtype=xp.int64) // m
     edges = xp.concatenate([xp.asarray(core_ends.reshape(-1, 2)), xp.stack([new, target], axis=1)])
     return from_edges(n, edges, xp=xp)
+
+
+def ba_thesis_edges(n: int, m: int, seed: int = 0, xp=None, stream: int = 0):
+    """The (E, 2) edge list of the Barabasi-Albert generator of thesis 003, section 5.2: the sequential
+    Algorithm 16 (5.2.1), with each step done the way the GPU version does it (5.2.3, Algorithms 17 and 18).
+
+    The core is the complete graph on n0 = m + 1 vertices (5.2: every core vertex equally likely for the first
+    new vertex; m <= n0 makes m distinct edges possible). Then for t = n0 .. n-1:
+
+    1. the propensities Pi(v_i) = k_i / 2|E| of the existing vertices and their inclusive prefix sum (the
+       thesis's compute_pi_kernel and cudppScan); here in integers, the prefix sums of the degrees;
+    2. m - c random numbers r in [0, 2|E|) (the thesis's [0, 1) scaled by 2|E|), drawn on the host as in
+       Algorithm 17; vertex v_i takes r when cum(i-1) <= r < cum(i) (select_nbr_kernel's interval test);
+    3. a vertex hit twice, or already chosen in an earlier round, is taken once (the thesis's flag array F);
+       the round repeats with only m - c new numbers -- never more, which would bias the choice -- until c = m;
+    4. v_t's sorted list of m neighbours is kept and every chosen vertex's degree grows by one (append_kernel).
+
+    Randomness: word 0 of Philox4x32 under key (seed, stream) at counter ((t - n0) m + j, TAG_BA_STEPS + 16
+    round), so every array module gives the same graph. Returns the edges on ``xp``: the core's, then
+    (t, neighbour) for each new vertex in order; no self-loops and no repeated pair, by construction."""
+    from latticelab.sim.gpu.philox import draw
+    xp = xp or np
+    if m < 1 or m >= n:
+        raise GraphError(f"m must be in [1, n); got m={m}, n={n}")
+    m0 = m + 1
+    if (n - m0) * m >= 2 ** 32:
+        raise GraphError(f"n x m must stay below 2**32 for the generator's random counters; got n={n}, m={m}")
+    degree = xp.zeros(n, dtype=xp.int64)
+    degree[:m0] = m0 - 1
+    chosen_all = np.empty((n - m0, m), dtype=np.int64)
+    # the first round's numbers do not depend on the graph, so they are drawn for every step at once
+    first_words = draw((seed, stream), TAG_BA_STEPS, np.arange((n - m0) * m)).reshape(4, n - m0, m)[0]
+    for t in range(m0, n):
+        total = np.uint64(m0 * (m0 - 1) + 2 * m * (t - m0))          # 2|E| before v_t joins
+        cum = xp.cumsum(degree[:t])
+        chosen = np.empty(0, dtype=np.int64)
+        for rnd in range(_MAX_ROUNDS):
+            need = m - chosen.size
+            if need == 0:
+                break
+            words = (first_words[t - m0] if rnd == 0 else
+                     draw((seed, stream), TAG_BA_STEPS + 16 * rnd, (t - m0) * m + np.arange(need))[0])
+            r = ((words.astype(np.uint64) * total) >> np.uint64(32)).astype(np.int64)
+            hit = to_numpy(xp.searchsorted(cum, xp.asarray(r), side="right"))
+            chosen = _add_new(chosen, hit, m)
+        else:
+            raise GraphError(f"could not choose {m} distinct neighbours for vertex {t} in {_MAX_ROUNDS} rounds")
+        chosen_all[t - m0] = chosen
+        degree[xp.asarray(chosen)] += 1
+        degree[t] = m
+    new = np.repeat(np.arange(m0, n, dtype=np.int64), m)
+    edges = np.concatenate([_ba_core(m0).reshape(-1, 2), np.stack([new, chosen_all.ravel()], axis=1)])
+    return xp.asarray(edges)
+
+
+def _add_new(chosen: np.ndarray, hit: np.ndarray, m: int) -> np.ndarray:
+    """``chosen`` with the vertices of ``hit`` it lacks (each once, in draw order), sorted; at most m in all."""
+    _, first = np.unique(hit, return_index=True)
+    fresh = hit[np.sort(first)]
+    fresh = fresh[~np.isin(fresh, chosen)][:m - chosen.size]
+    return np.sort(np.concatenate([chosen, fresh]))
 
 
 # ---- the small-world curve -------------------------------------------------------------------------------

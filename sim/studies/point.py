@@ -51,8 +51,12 @@ def columns(model_class) -> list[str]:
     return ["model", *model_class.Params.model_fields, *RUN_COLUMNS, *quantity_columns, *INFO_COLUMNS]
 
 
-def run_point(point: Point) -> dict:
-    """Measure one point; returns the row (a dict over ``columns``; unavailable quantities are None)."""
+def run_point(point: Point, checkpoint=None) -> dict:
+    """Measure one point; returns the row (a dict over ``columns``; unavailable quantities are None).
+
+    ``checkpoint()``, when given, is called between pieces of the run (a few dozen during equilibration, and
+    before each measurement): a sweep steered from another thread pauses or stops there (sweep.py
+    SweepControl). Stepping in pieces gives the same configurations as stepping at once."""
     from latticelab.sim.analysis.critical import (QUANTITIES, main_field_array, measurer, pearson,
                                                   thermodynamics)
     from latticelab.sim.models import get_model
@@ -63,11 +67,13 @@ def run_point(point: Point) -> dict:
     model = cls(params, backend=point.backend)
     measure = measurer(cls)
     n_sites = int(np.prod(model.shape))
-    model.step(point.equilibrate)
+    _step(model, point.equilibrate, checkpoint)
     series = {name: np.empty(point.measurements) for name in measure.series}
     rho = np.empty(point.measurements - 1)
     previous = None
     for i in range(point.measurements):
+        if checkpoint is not None:
+            checkpoint()
         if i:
             model.step(point.decorrelate)
         for name, value in measure(model).items():
@@ -88,6 +94,23 @@ def run_point(point: Point) -> dict:
                wall_s=round(time.perf_counter() - start, 3), backend=model.backend_name,
                device=model.device_name, code_version=code_version(), point=point.key)
     return row
+
+
+EQUILIBRATION_PIECES = 50
+
+
+def _step(model, steps: int, checkpoint) -> None:
+    """``model.step(steps)``, in up to EQUILIBRATION_PIECES pieces with ``checkpoint()`` before each."""
+    if checkpoint is None:
+        model.step(steps)
+        return
+    piece = max(1, -(-steps // EQUILIBRATION_PIECES))
+    done = 0
+    while done < steps:
+        checkpoint()
+        n = min(piece, steps - done)
+        model.step(n)
+        done += n
 
 
 def _clean(value):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -190,6 +191,35 @@ def _pydantic_problems(exc: pydantic.ValidationError, text: str) -> list[tuple[s
             message = f"{error['msg'][:1].lower()}{error['msg'][1:]}; got {error.get('input')!r}"
         problems.append((".".join(loc) or "study", key_line(text, loc), message))
     return problems
+
+
+# ---- writing ---------------------------------------------------------------------------------------------
+def toml_value(value) -> str:
+    """A TOML literal for the values a study holds: text, booleans, numbers, lists and {start, stop, num}."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} cannot be written to a study file")
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)          # a JSON string is a valid TOML basic string
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise ValueError(f"{value!r} ({type(value).__name__}) cannot be written to a study file")
+
+
+def study_text(model: str, parameters: dict, grid: dict, run: dict) -> str:
+    """The study file (TOML) for these sections; ``parse_study`` reads it back (the Study panel's form)."""
+    lines = [f"model = {toml_value(model)}", "", "[parameters]"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in parameters.items()]
+    lines += ["", "[grid]"] + [f"{k} = {toml_value(v)}" for k, v in grid.items()]
+    lines += ["", "[run]"] + [f"{k} = {toml_value(v)}" for k, v in run.items() if v is not None]
+    return "\n".join(lines) + "\n"
 
 
 # ---- loading ---------------------------------------------------------------------------------------------

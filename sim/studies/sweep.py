@@ -15,6 +15,10 @@ Where the points run (``executor``):
     scheduler="tcp://host:port"               an existing Dask cluster
 A worker that dies loses only the point it was running: the scheduler gives it to another worker (and a
 point whose code raises is retried twice). Results are written as each point finishes.
+
+Another thread (the application's Study panel) steers a running sweep through a ``SweepControl``: pause
+(in this process: inside the running point; on Dask: no new point starts, the running ones finish) and
+cancel (the finished points stay in the table, so running the study again resumes it).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,6 +87,12 @@ def _parse(text: str):
         except ValueError:
             pass
     return text
+
+
+def parse_row(row: dict) -> dict:
+    """A row as read back from the CSV table, typed (int, float, text; empty -> None); a row of typed
+    values (``run_point``'s) goes through its text form, so both come out the same."""
+    return {k: _parse(v if isinstance(v, str) else _text(v)) for k, v in row.items()}
 
 
 def _typed_columns(header, rows):
@@ -206,6 +217,50 @@ def dask_client(scheduler: str | None = None, workers: int | str | None = None, 
         cluster.close()
 
 
+# ---- steering from another thread -----------------------------------------------------------------------
+class SweepCancelled(Exception):
+    """Raised inside a sweep by ``SweepControl.checkpoint`` once the sweep was cancelled."""
+
+
+class SweepControl:
+    """Pause, resume and cancel a sweep running in another thread. The sweep calls ``checkpoint()`` between
+    pieces of work (in this process: inside each point, between measurements); it blocks while paused and
+    raises SweepCancelled once cancelled."""
+
+    def __init__(self):
+        self._running = threading.Event()
+        self._running.set()
+        self._cancelled = threading.Event()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        self._running.set()          # a paused sweep wakes up to see it
+
+    def checkpoint(self) -> None:
+        while not self._running.wait(0.1):
+            pass
+        if self._cancelled.is_set():
+            raise SweepCancelled()
+
+    def raise_if_cancelled(self) -> None:
+        if self._cancelled.is_set():
+            raise SweepCancelled()
+
+
 # ---- the sweep --------------------------------------------------------------------------------------------
 @dataclass
 class SweepResult:
@@ -214,16 +269,20 @@ class SweepResult:
     done: int = 0            # points run now
     skipped: int = 0         # points found finished in the table
     failed: list = field(default_factory=list)   # (point, error text)
+    cancelled: bool = False  # stopped by SweepControl.cancel; the finished points are in the table
 
 
 def run_sweep(study: Study, out, *, scheduler: str | None = None, workers: int | str | None = None,
               overwrite: bool = False, processes: bool = True, progress: bool | None = None,
-              on_row=None) -> SweepResult:
+              on_row=None, on_start=None, control: SweepControl | None = None) -> SweepResult:
     """Run every point of ``study`` not yet in the table ``out`` and write each row as it finishes.
 
     ``workers`` None and no ``scheduler``: in this process. ``progress``: a tqdm bar with the time left
     (None: only on a terminal). ``on_row(row)`` is called after each row is written (a hook for callers;
-    an exception there stops the sweep, leaving the table of the finished points).
+    an exception there stops the sweep, leaving the table of the finished points). ``on_start(rows, todo)``
+    is called once the table is claimed, with the rows already in it (text values, as in the CSV) and the
+    points still to run. ``control``: pause / cancel from another thread (a cancelled sweep returns with
+    ``cancelled`` set).
     """
     from latticelab.sim.models import get_model
     csv_path, parquet_path = table_paths(out)
@@ -241,6 +300,9 @@ def run_sweep(study: Study, out, *, scheduler: str | None = None, workers: int |
     if not table.rows or overwrite:
         table.write()                           # the header at once: the output is claimed and checked
 
+    if on_start is not None:
+        on_start(table.sorted_rows(), todo)
+
     from tqdm.auto import tqdm
     bar = tqdm(total=len(study.points), initial=result.skipped, unit="point", dynamic_ncols=True,
                disable=(None if progress is None else not progress), file=sys.stderr, desc=Path(study.path).name)
@@ -252,32 +314,56 @@ def run_sweep(study: Study, out, *, scheduler: str | None = None, workers: int |
         if on_row is not None:
             on_row(row)
 
+    checkpoint = control.checkpoint if control is not None else None
     try:
         if scheduler is None and workers is None:
             for point in todo:
-                finished(run_point(point))
+                finished(run_point(point, checkpoint=checkpoint))
         elif todo:
+            if control is not None:
+                control.raise_if_cancelled()
             with dask_client(scheduler, workers, processes) as client:
-                _run_on_dask(client, todo, finished, result)
+                _run_on_dask(client, todo, finished, result, control)
+    except SweepCancelled:
+        result.cancelled = True
     finally:
         bar.close()
     return result
 
 
-def _run_on_dask(client, todo, finished, result) -> None:
-    from distributed import as_completed
-    futures = {client.submit(run_point, point, key=f"latticelab-point-{point.key}", pure=False,
-                             retries=RETRIES): point for point in todo}
+def _run_on_dask(client, todo, finished, result, control: SweepControl | None = None) -> None:
+    """Every point as a task. Without ``control`` all are submitted at once; with it only about two per
+    worker thread are queued, so a pause starts no new point (the running ones finish and are written)."""
+    from distributed import wait
+    pending = list(todo)
+    in_flight: dict = {}
+    limit = len(todo) if control is None else max(1, 2 * sum(client.nthreads().values()))
     try:
-        for future in as_completed(futures):
-            point = futures[future]
-            try:
-                row = future.result()
-            except Exception as exc:        # a point that failed on every try (KilledWorker included)
-                result.failed.append((point, f"{type(exc).__name__}: {exc}"))
-                log.warning("point %s failed: %s", point.values, exc)
+        while pending or in_flight:
+            if control is not None:
+                control.raise_if_cancelled()
+            while pending and len(in_flight) < limit and not (control is not None and control.paused):
+                point = pending.pop(0)
+                future = client.submit(run_point, point, key=f"latticelab-point-{point.key}", pure=False,
+                                       retries=RETRIES)
+                in_flight[future] = point
+            if not in_flight:              # paused with nothing running: wait for resume or cancel
+                control.checkpoint()
                 continue
-            finished(row)
+            try:
+                done = wait(list(in_flight), timeout=None if control is None else 0.2,
+                            return_when="FIRST_COMPLETED").done
+            except TimeoutError:           # look at the control again
+                continue
+            for future in [f for f in in_flight if f in done]:     # in submission (grid) order
+                point = in_flight.pop(future)
+                try:
+                    row = future.result()
+                except Exception as exc:        # a point that failed on every try (KilledWorker included)
+                    result.failed.append((point, f"{type(exc).__name__}: {exc}"))
+                    log.warning("point %s failed: %s", point.values, exc)
+                    continue
+                finished(row)
     except BaseException:
-        client.cancel(list(futures))
+        client.cancel(list(in_flight))
         raise

@@ -22,13 +22,13 @@ GROUP_EXCLUDED = {"L", "T", "seed", "equilibrate", "decorrelate", "measurements"
 
 def load_rows(path) -> list[dict]:
     """The rows of a results table (CSV or Parquet), values typed (int, float, text; empty -> None)."""
-    from latticelab.sim.studies.sweep import _parse, read_csv_rows
+    from latticelab.sim.studies.sweep import parse_row, read_csv_rows
     path = Path(path)
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
         return pq.read_table(path).to_pylist()
     _, rows = read_csv_rows(path)
-    return [{k: _parse(v) for k, v in row.items()} for row in rows]
+    return [parse_row(row) for row in rows]
 
 
 @dataclass
@@ -217,16 +217,8 @@ def plot(rows, results: list[GroupResult], folder) -> list[Path]:
         fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
         for ax, (q, title) in zip(axes, (("binder", "Binder cumulant U"), ("heat_capacity", "C_v per spin"),
                                          ("susceptibility", "chi per spin"))):
-            for L, by_T in sorted(_by_L_T(group).items()):
-                Ts = sorted(by_T)
-                values = [[r[q] for r in by_T[T] if r.get(q) is not None] for T in Ts]
-                keep = [i for i, v in enumerate(values) if v]
-                if not keep:
-                    continue
-                mean = [np.mean(values[i]) for i in keep]
-                err = [np.std(values[i], ddof=1) / np.sqrt(len(values[i])) if len(values[i]) > 1
-                       else (by_T[Ts[i]][0].get(f"{q}_err") or 0.0) for i in keep]
-                ax.errorbar([Ts[i] for i in keep], mean, yerr=err, marker="o", ms=3, capsize=2, label=f"L = {L}")
+            for L, (Ts, mean, err) in curve_points(group, q).items():
+                ax.errorbar(Ts, mean, yerr=err, marker="o", ms=3, capsize=2, label=f"L = {L}")
             if result.T_c is not None:
                 ax.axvline(result.T_c, color="grey", ls="--", lw=1)
             ax.set_xlabel("T")
@@ -244,6 +236,24 @@ def plot(rows, results: list[GroupResult], folder) -> list[Path]:
         data = buffer.getvalue()
         written.append(write_atomic(path, lambda f: f.write(data)))
     return written
+
+
+def curve_points(rows, quantity: str) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """L -> (T, mean, error) of ``quantity`` over the seeds at each T, T ascending, L ascending; the error is
+    the standard error over the seeds, or the row's own (jackknife) error with one seed. Sizes without a
+    value of ``quantity`` are left out."""
+    out = {}
+    for L, by_T in sorted(_by_L_T(rows).items()):
+        Ts = sorted(by_T)
+        values = [[r[quantity] for r in by_T[T] if r.get(quantity) is not None] for T in Ts]
+        keep = [i for i, v in enumerate(values) if v]
+        if not keep:
+            continue
+        mean = [np.mean(values[i]) for i in keep]
+        err = [np.std(values[i], ddof=1) / np.sqrt(len(values[i])) if len(values[i]) > 1
+               else (by_T[Ts[i]][0].get(f"{quantity}_err") or 0.0) for i in keep]
+        out[L] = (np.array([Ts[i] for i in keep], float), np.array(mean, float), np.array(err, float))
+    return out
 
 
 def _by_L_T(rows) -> dict[int, dict[float, list[dict]]]:

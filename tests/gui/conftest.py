@@ -5,6 +5,8 @@ size) and located through the view's own transforms, so the checks do not depend
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 pytest.importorskip("PySide6")
@@ -28,7 +30,9 @@ def make_window(qtbot, tmp_path):
 
     windows = []
 
-    def make(settings_file=None, running=False, size=(1100, 760), model="ising", backend="numpy", **params):
+    def make(settings_file=None, running=False, size=(1100, 760), model="ising", backend=None, **params):
+        # LATTICELAB_GUI_BACKEND=cuda runs the window tests on the GPU (the GPU machine's window recipe)
+        backend = backend or os.environ.get("LATTICELAB_GUI_BACKEND", "numpy")
         if model == "ising":
             params.setdefault("dim", 2)
             params.setdefault("L", 32)

@@ -76,10 +76,11 @@ def test_bad_values_are_reported_and_the_app_keeps_running(make_window, qtbot):
     size = window.controls.field("L").combo
     type_into(p_box, "1.5")
     assert window.last_error.startswith("p:") and "[0, 1]" in window.last_error
-    assert model.p == 0.0 and p_box.text() == "0"                      # controls show the model again
+    assert model.p == 0.0 and p_box.text() == "1.5"                    # the typed text stays, to be corrected,
+    assert window.controls.field("p").error() == window.last_error      # with the message under the box
     choose(size, "7")
     assert window.last_error.startswith("L:")
-    assert window.model is model and size.currentText() == "16"
+    assert window.model is model and size.currentText() == "7" and window.controls.field("L").error()
     choose(size, "big")
     assert window.last_error.startswith("L:") and "'big'" in window.last_error
     type_into(p_box, "banana")
@@ -99,7 +100,7 @@ def test_algorithm_hybrid_and_seeded_resets(make_window):
     schedule.m.setValue(3)
     schedule.w.setValue(2)
     assert window.model.algorithm == "3:2"
-    c.field("seed").spin.setValue(42)
+    type_into(c.field("seed").box, "42")
     assert window.model.seed != 42                      # a reset parameter: used by the next reset
     choose(c.field("start").combo, "cold")
     c.reset_button.click()

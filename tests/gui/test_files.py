@@ -130,7 +130,7 @@ def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
     window = make_window(dim=2, L=24, T=2.1, settings_file=settings)
     window.controls.show_links.setChecked(True)
     window.controls.steps_per_frame.setValue(7)
-    window.controls.field("seed").spin.setValue(5)
+    type_into(window.controls.field("seed").box, "5")
     window.close()
 
     from latticelab.app.gui import resolve_parameters

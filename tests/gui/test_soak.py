@@ -62,7 +62,7 @@ def _actions(window, rng: random.Random, tmp_path):
         c.adaptive.setChecked(rng.random() < 0.7)
 
     def reset():
-        c.field("seed").spin.setValue(rng.randint(0, 1000))
+        type_into(c.field("seed").box, str(rng.randint(0, 1000)))
         choose(c.field("start").combo, rng.choice(["hot", "cold"]))
         c.reset_button.click()
 

@@ -27,7 +27,8 @@ import numpy as np
 
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.memory import check_fits
-from latticelab.sim.model import Model, Observable
+from latticelab.sim.model import Coarsening, Model, Observable
+from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
 from latticelab.sim.models.cahn_hilliard.params import CahnHilliardParams, phase_amplitude
 from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi
@@ -36,7 +37,14 @@ from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
 from latticelab.sim.rng import StreamRNG
 
-BYTES_PER_CELL = 12        # working set in units of the field's item size (fields, stages, transforms)
+# Peak bytes per cell, measured with tracemalloc on NumPy (2D L = 256, 3D L = 40; tests/test_memory_estimate.py):
+# what the model keeps for each integrator (the field, RK2 stages or the transform and k^2 grid; a = item size),
+# the observables' complex128 transform and shell sums, and a step's Cook noise (normals and face fluxes).
+KEPT_BYTES = {"finite-difference": lambda a: 16 + a, "spectral/periodic": lambda a: 16 + 2.5 * a,
+              "spectral/mirror": lambda a: 24 + 2 * a}
+OBSERVABLE_BYTES = 52
+NOISE_BYTES_PER_AXIS, NOISE_BYTES_FIXED = 40, -8
+FFT_PLAN_BYTES = 16        # cuFFT work area per cell (GPU spectral steps)
 GROWTH, SHRINK = 1.1, 0.5  # adaptive steps change by at most these factors per step
 COUNTERS = ("step_count", "streams_used")
 
@@ -57,12 +65,41 @@ class CahnHilliardModel(Model):
     time_label = "simulated time"
     state_format = 1
     small_example = {"dim": 2, "L": 16, "dt": 0.01, "noise": 0.1, "thermal": 0.05}
+    # extra inputs and outputs of `latticelab run cahn-hilliard` (sim/model.py RunOption; CahnHilliardRun below)
+    run_options = (
+        RunOption("initial", "start from this phi field (a .npy file of the grid's shape, finite numbers), "
+                             "replacing the initial state of phi0/noise or the preset", metavar="FILE.npy"),
+        RunOption("pfhub_out", "write PFHub benchmark 1's time series as CSV: time, free energy (PFHub's F) and "
+                               "mass (the integral of c = 0.5 + 0.2 phi); needs --preset pfhub-1a or pfhub-1b",
+                  output=True),
+    )
+
+    @classmethod
+    def run_hooks(cls, values: dict) -> "CahnHilliardRun":
+        return CahnHilliardRun(values)
+    # capabilities (sim/model.py): HasCoarsening -- late-stage coarsening of a conserved order parameter
+    # (Lifshitz-Slyozov-Wagner) grows the length as t^(1/3); HasInterface -- the phases meet where phi = 0
+    coarsening = Coarsening("length", 1.0 / 3.0, "Lifshitz-Slyozov")
+    interface_level = 0.0
+
+    @classmethod
+    def estimate_bytes(cls, params: CahnHilliardParams, backend_name: str) -> int:
+        """Peak bytes from dim, L, the integrator, boundaries, precision and thermal noise: what the model keeps
+        plus the larger of the observables' scratch and a noisy step's (the constants above)."""
+        item = 8 if params.precision == "double" else 4
+        method = params.integrator if params.integrator != "spectral" else f"spectral/{params.boundary}"
+        scratch = OBSERVABLE_BYTES
+        if params.thermal > 0:
+            scratch = max(scratch, NOISE_BYTES_PER_AXIS * params.dim + NOISE_BYTES_FIXED)
+        per_cell = KEPT_BYTES[method](item) + scratch
+        if backend_name == "cuda" and params.integrator == "spectral":
+            per_cell += FFT_PLAN_BYTES
+        return int(per_cell * params.L ** params.dim)
 
     def __init__(self, params: CahnHilliardParams | None = None, backend: str = "auto", **values):
         params = self._setup(params, backend, values)
         self.dtype = np.dtype(np.float64 if params.precision == "double" else np.float32)
-        check_fits(BYTES_PER_CELL * self.dtype.itemsize * params.L ** params.dim, self._backend, "L",
-                   f"a {params.dim}D grid of side {params.L}")
+        check_fits(type(self), params, self._backend)
         self._rng = StreamRNG(self.xp, params.seed)
         self._fd = None
         self._spectral = None
@@ -259,7 +296,8 @@ class CahnHilliardModel(Model):
 
     def picture(self, highlight=None, marks: bool = False):
         a = phase_amplitude(self._params.b, self._params.u)
-        return scalar_picture(self.xp, self.phi, -a, a, "coolwarm", highlight)
+        return scalar_picture(self.xp, self.phi, -a, a, "coolwarm", highlight, label="concentration phi",
+                              highlight_label="changed")
 
     # ---- save / resume ----------------------------------------------------------------------
     def get_state(self) -> dict:
@@ -317,3 +355,81 @@ def _validate_state(model: CahnHilliardModel, state) -> dict:
             raise _bad(f"phi_hat must be finite {expected.dtype} of shape {tuple(expected.shape)}")
     out["phi"], out["phi_hat"] = np.ascontiguousarray(phi), np.ascontiguousarray(hat)
     return out
+
+
+# ---- headless runs: `latticelab run cahn-hilliard --initial FILE.npy --pfhub-out FILE --until T` ---------------
+def load_initial_field(path, shape: tuple[int, ...]) -> np.ndarray:
+    """The phi field in the .npy file ``path``, checked: a real (integer or floating) array of ``shape`` with
+    finite values. ParameterError("initial", ...) says what is wrong."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+            if magic[:4] == b"PK\x03\x04":
+                raise ParameterError("initial", f"{path} is an .npz archive; give one array saved with numpy.save "
+                                                "(.npy)")
+            if magic != b"\x93NUMPY":
+                raise ParameterError("initial", f"{path} is not a NumPy .npy file (it lacks the .npy header)")
+            f.seek(0)
+            data = np.load(f, allow_pickle=False)
+    except ParameterError:
+        raise
+    except OSError as exc:
+        raise ParameterError("initial", f"cannot read {path} ({exc.strerror or exc})") from None
+    except (ValueError, EOFError) as exc:     # a damaged header or data, or Python objects (never unpickled)
+        raise ParameterError("initial", f"{path} is not a readable .npy array ({exc})") from None
+    if data.dtype.kind not in "fiu":
+        raise ParameterError("initial", f"{path} holds {data.dtype} values; the field must be real numbers")
+    if data.shape != tuple(shape):
+        raise ParameterError("initial", f"{path} holds an array of shape {data.shape}; the grid is {tuple(shape)} "
+                                        "(set --dim and --L to match it)")
+    bad = int(np.count_nonzero(~np.isfinite(data))) if data.dtype.kind == "f" else 0
+    if bad:
+        plural = "s" if bad > 1 else ""
+        raise ParameterError("initial", f"{path} has {bad} non-finite value{plural} (NaN or inf)")
+    return data.astype(np.float64)
+
+
+class CahnHilliardRun(RunHooks):
+    """The model's part of a headless run: the field from --initial, the PFHub time series of --pfhub-out (the
+    starting time, then every recorded step), and a last step shortened to land exactly on --until."""
+
+    def __init__(self, values: dict):
+        self.initial = values.get("initial")
+        self.pfhub_out = values.get("pfhub_out")
+        self.rows: list[tuple[float, float, float]] = []
+
+    def start(self, model) -> None:
+        if self.pfhub_out and model.params.preset == "none":
+            raise ParameterError("pfhub_out", "the PFHub series needs the benchmark's parameters: add --preset "
+                                              "pfhub-1a (periodic) or pfhub-1b (no-flux)")
+        if self.initial:
+            model.set_field(load_initial_field(self.initial, model.shape))
+        if self.pfhub_out:
+            self.rows.append(self._row(model))
+
+    def step(self, model, until: float | None = None) -> None:
+        if until is not None and until - model.time <= model.dt_current:
+            model.advance_to(until)
+        else:
+            model.step(1)
+
+    def after_step(self, model) -> None:
+        if self.pfhub_out:
+            self.rows.append(self._row(model))
+
+    @staticmethod
+    def _row(model) -> tuple[float, float, float]:
+        from latticelab.sim.models.cahn_hilliard.pfhub import C_MID, W, pfhub_free_energy
+        p = model.params
+        volume = (p.L * p.dx) ** p.dim
+        return model.time, pfhub_free_energy(model), C_MID * volume + W * model.observables()["mass"]
+
+    def outputs(self, model) -> dict:
+        if not self.pfhub_out:
+            return {}
+
+        def write(f):
+            f.write("time,free_energy,mass\n")
+            f.writelines(f"{t!r},{energy!r},{mass!r}\n" for t, energy, mass in self.rows)
+
+        return {"pfhub_out": write}

@@ -14,10 +14,11 @@ from latticelab.sim.backend import to_numpy
 from latticelab.sim.gpu.kernels import get_kernel
 from latticelab.sim.gpu.philox import split64
 from latticelab.sim.memory import check_fits
-from latticelab.sim.model import Model, Observable
+from latticelab.sim.model import EffectiveValue, Impulse, Model, Observable, SignalColumn
 from latticelab.sim.models.cortex.engines import (EV_MAX, KERNEL_DIR, V_PEAK, CortexState, CudaPhases, Inputs,
                                                   NumpyPhases, grid_for, washout_tables)
 from latticelab.sim.models.cortex.network import connect, dynamics, make_neurons
+from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cortex.params import CortexParams
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
@@ -29,6 +30,13 @@ TRACE_STEPS = 16384                 # steps of EEG and firing fractions kept on 
 def bytes_per_neuron(k: int) -> int:
     """Device memory per neuron: sources 4k, ring 4 EV_MAX, v, u, tv 16, data and delay 2, NumPy temporaries."""
     return 4 * k + 4 * EV_MAX + 18 + 16
+
+
+# Building the connections on NumPy (network.connect, in chunks of about 2^20 connections, at least one slot of
+# every neuron) takes about this many bytes per connection of a chunk: int64 slots, receivers, offsets, the
+# pending list and the Philox words (measured with tracemalloc: 184 +- 1 at k = 10 .. 200).
+CONNECT_BYTES_PER_CONNECTION = 184
+CONNECT_CHUNK = 1 << 20
 
 
 class CortexModel(Model):
@@ -49,11 +57,48 @@ class CortexModel(Model):
     time_label = "time (ms)"
     state_format = 1
     small_example = {"L": 16, "k": 10, "r": 4}
+    # extra inputs and outputs of `latticelab run cortex` (sim/model.py RunOption; CortexRun below)
+    run_options = (
+        RunOption("schedule", "apply the live-parameter changes of this TOML schedule ([[change]] tables with a "
+                              "step and the values; see sim/models/cortex/schedule.py) before their steps",
+                  metavar="FILE.toml"),
+        RunOption("qeeg_out", "write the qEEG metrics of the pseudo-EEG as CSV, one row per periodogram update "
+                              "(every 512 steps once 1024 are recorded): entropy, peak, median and edge "
+                              "frequencies, relative band powers", output=True),
+    )
+
+    @classmethod
+    def run_hooks(cls, values: dict) -> "CortexRun":
+        return CortexRun(values)
+    # capabilities (sim/model.py): HasSignal, HasProbe, HasEffectiveParameters, HasImpulse
+    signal_rate = 1000.0                # Hz: one sample per 1 ms step
+    signal_columns = (
+        SignalColumn("eeg", "pseudo-EEG (mean excitatory v)", "mV", "signal"),
+        SignalColumn("firing_e", "excitatory", "", "fraction"),
+        SignalColumn("firing_i", "inhibitory", "", "fraction"),
+        SignalColumn("probe_v", "membrane potential of the picked neuron", "mV", "probe"),
+    )
+    probe_label = "neuron"
+    # the thesis's sample configuration (section 8.3): a boost to 10% of the neurons for 50 steps, "a brief
+    # external impulse or even to jump start the simulation"
+    impulse = Impulse("Boost", (("boost_fraction", 0.1),), 50,
+                      "extra input (Boost, mV/ms) to 10% of the neurons, drawn anew each step, for 50 ms")
+
+    @classmethod
+    def estimate_bytes(cls, params: CortexParams, backend_name: str) -> int:
+        """Peak bytes from L and k: the larger of building the connections (the int32 sources plus one chunk's
+        scratch; on a GPU kernels/connect.cu writes the sources directly) and running (bytes_per_neuron)."""
+        n, k = params.L ** 2, params.k
+        running = bytes_per_neuron(k) * n
+        if backend_name == "cuda":
+            return running
+        slots_per_chunk = min(k, max(1, CONNECT_CHUNK // n))
+        building = (4 * k + CONNECT_BYTES_PER_CONNECTION * slots_per_chunk + 24) * n
+        return max(building, running)
 
     def __init__(self, params: CortexParams | None = None, backend: str = "auto", *, phases=None, **values):
         params = self._setup(params, backend, values)
-        check_fits(bytes_per_neuron(params.k) * params.L ** 2, self._backend, "L",
-                   f"a network of {params.L ** 2:,} neurons with in-degree {params.k}")
+        check_fits(type(self), params, self._backend)
         if phases is None:
             phases = CudaPhases(self.xp) if self._backend.is_gpu else NumpyPhases()
         self._phases = phases
@@ -207,6 +252,23 @@ class CortexModel(Model):
         """Base and drug-modified A, tau, I and noise per type, and the washout length in use."""
         return {**self._params.effective(), "w": self._w}
 
+    def probe_info(self, index: int) -> dict:
+        """HasProbe: the neuron's type, a, b, c, d, delay, v and u (``neuron``)."""
+        return self.neuron(index)
+
+    def effective_parameters(self) -> tuple[EffectiveValue, ...]:
+        """HasEffectiveParameters: A, tau, I and noise per type as set and as the drug factors make them
+        (equations 8.4, 8.5), then the boost: its amplitude and the mean extra input per neuron it gives now
+        (amplitude x boosted fraction; 0 while no boost is active)."""
+        p = self._params
+        effective = p.effective()
+        units = {"A": "mV", "tau": "ms", "I": "mV/ms", "n": "mV/ms"}
+        rows = [EffectiveValue(f"{name}_{kind}", units[name], float(getattr(p, f"{name}_{kind}")),
+                               float(effective[kind][name]))
+                for kind in ("e", "i") for name in ("A", "tau", "I", "n")]
+        rows.append(EffectiveValue("boost (mean input)", "mV/ms", float(p.boost), float(p.boost * p.boost_fraction)))
+        return tuple(rows)
+
     def edges(self) -> np.ndarray:
         """(N k, 2) int64 [source, receiver] of every connection (host; large: N k rows)."""
         sources = to_numpy(self.state.sources)
@@ -216,7 +278,8 @@ class CortexModel(Model):
     def picture(self, highlight=None, marks: bool = False):
         """Membrane potential from -80 to 30 mV through 'inferno'; highlighted cells (the runner passes the
         neurons that fired since the last frame) in white."""
-        return scalar_picture(self.xp, self.v, V_LOW, V_HIGH, "inferno", highlight)
+        return scalar_picture(self.xp, self.v, V_LOW, V_HIGH, "inferno", highlight,
+                              label="membrane potential v", unit="mV", highlight_label="fired")
 
     # ---- save / resume ----------------------------------------------------------------------
     def get_state(self) -> dict:
@@ -263,3 +326,57 @@ class CortexModel(Model):
         model._last = xp.asarray(values["last"])
         model._drained = step_count
         return model
+
+
+# ---- headless runs: `latticelab run cortex --schedule FILE.toml --qeeg-out FILE` ------------------------------
+class CortexRun(RunHooks):
+    """The model's part of a headless run: a schedule's changes before their steps (equilibration included),
+    and the qEEG metrics (sim/analysis/qeeg.py) of the recorded pseudo-EEG after each periodogram update."""
+
+    def __init__(self, values: dict):
+        self.schedule_path = values.get("schedule")
+        self.qeeg_out = values.get("qeeg_out")
+        self.schedule = None
+        self.periodogram = None
+        self.samples = 0
+        self.rows: list[tuple[float, dict]] = []
+
+    def start(self, model) -> None:
+        from latticelab.sim.analysis.qeeg import Periodogram
+        from latticelab.sim.models.cortex.schedule import ScheduleError, read_schedule
+        if self.schedule_path:
+            try:
+                self.schedule = read_schedule(self.schedule_path, type(model.params), base=model.params)
+            except ScheduleError as exc:
+                raise ParameterError("schedule", str(exc)) from None
+        if self.qeeg_out:
+            self.periodogram = Periodogram()
+
+    def before_step(self, model) -> None:
+        if self.schedule is not None:
+            self.schedule.apply(model)
+
+    def after_step(self, model) -> None:
+        if self.periodogram is not None:
+            self.samples += 1
+            if self.periodogram.push([model.observables()["eeg"]]):
+                self.rows.append((model.time, self.periodogram.metrics()))
+
+    def outputs(self, model) -> dict:
+        if not self.qeeg_out:
+            return {}
+        from latticelab.sim.analysis.qeeg import metrics
+        freqs = self.periodogram.freqs
+        names = list(metrics(freqs, np.ones_like(freqs)))
+
+        def write(f):
+            f.write(",".join(["time_ms", *names]) + "\n")
+            f.writelines(",".join([repr(float(t)), *(repr(float(m[n])) for n in names)]) + "\n" for t, m in self.rows)
+
+        return {"qeeg_out": write}
+
+    def notes(self) -> list[str]:
+        if self.qeeg_out and not self.rows:
+            return [f"{self.qeeg_out} has no qEEG rows: the run recorded {self.samples} EEG samples, and the first "
+                    f"periodogram needs {self.periodogram.segment} (record more steps)"]
+        return []

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from latticelab.sim.models.ising.lattice import ModifiedAdjacency, RewiredLattice
+from latticelab.sim.models.ising.lattice import ModifiedAdjacency, RewiredLattice, regular_neighbours
 
 
 @dataclass
@@ -58,3 +58,25 @@ def gather_neighbours(xp, adj: Adjacency, rows):
     idx = xp.arange(total)
     owner = xp.searchsorted(ends, idx, side="right")
     return adj.neighbours[starts[owner] + idx - (ends[owner] - counts[owner])]
+
+
+def full_adjacency(lattice: RewiredLattice) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets int64, neighbours int32): the whole rewired graph in CSR form (host), from what the lattice
+    stores -- its CSR rows for the modified sites, the lattice neighbours (from coordinates) for the others.
+    Rows are sorted, every edge is in both rows, no self-loops: the form sim/analysis/graph.py measures."""
+    dim, n = lattice.dim, lattice.n_sites
+    degree = np.full(n, 2 * dim, dtype=np.int64)
+    for adj in lattice.by_colour:
+        degree[adj.sites] = adj.degrees
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(degree, out=offsets[1:])
+    neighbours = np.empty(int(offsets[-1]), dtype=np.int32)
+    plain = np.ones(n, dtype=bool)
+    plain[lattice.modified_sites] = False
+    sites = np.flatnonzero(plain)
+    rows = np.sort(regular_neighbours(sites, dim, lattice.L), axis=1)
+    neighbours[(offsets[sites][:, None] + np.arange(2 * dim)).ravel()] = rows.ravel()
+    for adj in lattice.by_colour:     # stored rows are sorted (lattice._modified_adjacency sorts them)
+        within = np.arange(adj.neighbours.size) - np.repeat(adj.offsets[:-1], adj.degrees)
+        neighbours[np.repeat(offsets[adj.sites], adj.degrees) + within] = adj.neighbours
+    return offsets, neighbours

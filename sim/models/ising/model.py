@@ -11,8 +11,10 @@ import numpy as np
 
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.memory import check_fits
-from latticelab.sim.model import Model, Observable
+from latticelab.sim.model import Model, Observable, StepBatch
 from latticelab.sim.models.ising.engines import make_engine
+from latticelab.sim.models.ising.footprint import device_bytes, host_peak_bytes
+from latticelab.sim.models.ising.graph_arrays import full_adjacency
 from latticelab.sim.models.ising.lattice import RewiredLattice, build_lattice
 from latticelab.sim.models.ising.params import IsingParams, parse_algorithm
 from latticelab.sim.models.ising.picture import ising_picture
@@ -23,8 +25,29 @@ log = logging.getLogger(__name__)
 
 OBSERVATION_STREAMS = 2 ** 63  # stream numbers of observables that draw random bonds
 FIRST_RUN_STREAM = 1           # stream 0 builds the initial graph; the initial spins and the steps follow
-# Working set per site of the vectorised updates: spins, a float32 random, the field, masks and temporaries.
-BYTES_PER_SITE = 24
+
+
+def _observables_of_totals(totals: np.ndarray, n_sites: int) -> dict[str, np.ndarray]:
+    """Per-step observables from the (bond sum, spin sum, flips) rows a frame reduced on the device."""
+    sites = float(n_sites)
+    return {"energy": -totals[:, 0] / sites, "magnetisation": np.abs(totals[:, 1]) / sites,
+            "flipped_fraction": totals[:, 2] / sites}
+
+
+class _PendingIsingObservables:
+    """PendingObservables (sim/model.py) over a frame's totals still being copied (gpu/engine.py PendingTotals)."""
+
+    def __init__(self, totals, n_sites: int):
+        self._totals, self._n_sites = totals, n_sites
+
+    def ready(self) -> bool:
+        return self._totals.ready()
+
+    def result(self) -> dict[str, np.ndarray]:
+        return _observables_of_totals(self._totals.result(), self._n_sites)
+
+    def device_seconds(self) -> float | None:
+        return self._totals.device_seconds()
 
 
 class IsingModel(Model):
@@ -52,11 +75,18 @@ class IsingModel(Model):
                        "arrays": ("streams_used", "step_count", "phase", "rewired_ends", "spins", "flipped",
                                   "rewired_edge_ids", "new_edges")}
 
+    @classmethod
+    def estimate_bytes(cls, params: IsingParams, backend_name: str) -> int:
+        """Peak bytes from dim, L, p and the algorithm (footprint.py: graph building, engine, scratch arrays)."""
+        schedule = parse_algorithm(params.algorithm)
+        if backend_name == "cuda":
+            return device_bytes(params.dim, params.L, params.p, schedule)
+        return host_peak_bytes(params.dim, params.L, params.p, schedule)
+
     def __init__(self, params: IsingParams | None = None, backend: str = "auto", *,
                  lattice: RewiredLattice | None = None, **values):
         params = self._setup(params, backend, values)
-        check_fits(BYTES_PER_SITE * params.L ** params.dim, self._backend, "L",
-                   f"a {params.dim}D lattice of side {params.L}")
+        check_fits(type(self), params, self._backend)
         self._schedule = parse_algorithm(params.algorithm)
         self._rng = StreamRNG(self.xp, params.seed)
         self._step_count = 0
@@ -175,8 +205,45 @@ class IsingModel(Model):
             self._step_count += 1
 
     def changed(self):
-        """Sites flipped by the last step (for n > 1 Metropolis sweeps at once: by the last sweep)."""
+        """Sites flipped by the last step (for n > 1 Metropolis sweeps at once: by the last sweep; after
+        ``advance(n)``: by any of its n steps)."""
         return self.flipped
+
+    def advance(self, n: int, wait: bool = True) -> StepBatch:
+        """n steps for a frame: the same trajectory as n calls of ``step(1)``, the observables after each step and
+        the union of their flips. On a CUDA device nothing is copied to the host per step: Metropolis-only runs on
+        the packed kernels, which reduce each sweep's energy, magnetisation and flips in the sweep's own launches
+        and OR the flip words (metropolis_multispin.cu); other schedules measure each step into a device buffer.
+        Either way one copy per frame. On NumPy: the default, step by step."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n: must be a positive integer number of steps; got {n!r}")
+        n = int(n)
+        engine, T = self._engine, self._params.T
+        if getattr(engine, "measure_into", None) is None:
+            return super().advance(n)
+        xp = self.xp
+        if self._schedule == ("metropolis",) and getattr(engine, "metropolis_frame", None) is not None \
+                and engine.words and self.L % 64 == 0:
+            self.spins, union, totals = engine.metropolis_frame(self.spins, T, self._rng, n, wait=wait)
+        else:
+            device_totals = xp.zeros((n, 3), dtype=xp.uint64)
+            union = None
+            for i in range(n):
+                update = getattr(engine, self._schedule[self._phase].replace("-", "_"))
+                self.spins, mask = update(self.spins, T, self._rng, want_mask=True)
+                union = mask.copy() if union is None else xp.logical_or(union, mask, out=union)
+                engine.measure_into(self.spins, device_totals[i])
+                device_totals[i, 2] = xp.count_nonzero(mask)
+                self._phase = (self._phase + 1) % len(self._schedule)
+            totals = to_numpy(device_totals).view(np.int64)
+        self.flipped = union
+        self._flipped_count = None
+        first = self._step_count
+        self._step_count += n
+        times = np.arange(first + 1, first + n + 1, dtype=np.float64)
+        if isinstance(totals, np.ndarray):
+            return StepBatch(n, times, _observables_of_totals(totals, self.n_sites), union)
+        return StepBatch(n, times, _PendingIsingObservables(totals, self.n_sites), union)
 
     # ---- measurements -----------------------------------------------------------------------
     def observables(self) -> dict[str, float]:
@@ -210,6 +277,10 @@ class IsingModel(Model):
 
     def edges(self) -> np.ndarray:
         return self.graph.edges()
+
+    def adjacency_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """The graph as the lattice stores it, in CSR form (the optional HasGraph method, sim/model.py)."""
+        return full_adjacency(self.graph)
 
     def rewired_edges(self) -> np.ndarray:
         return self.graph.new_edges.copy()

@@ -5,8 +5,12 @@ State code (one uint8 per site):
     bit 1  flipped in the last steps (highlight)
     bit 2  site touched by rewiring (marks)
 
-Spin down is green and spin up black; a cell flipped since the last frame is drawn darker green (it is now
-down) or grey (it is now up), so the highlight says which way a cluster went; rewired sites are magenta.
+Spin down is green and spin up black (the thesis's colours); a cell flipped since the last frame is drawn
+blue (it is now down) or vermilion (it is now up), so the highlight says which way a cluster went; rewired
+sites are magenta. The thesis's highlight colours (darker green, grey) could not be told from the spins at full
+view; these two have a WCAG contrast ratio of at least 3 against both spin colours (tests/test_picture_legend.py)
+and differ in hue from each other and from the magenta marks. Only the palette changed: the codes are the same.
+``legend`` names the codes for the key drawn beside the view (render/legend.py).
 ``encode_codes`` is the NumPy/CuPy twin of ``cell_code`` in kernels/picture_codes.cuh, which the GPU path
 composes with the texture writer so that encoding and upload are one pass.
 """
@@ -25,8 +29,8 @@ REWIRED = 4
 
 SPIN_DOWN_COLOUR = (0.0, 1.0, 0.0, 1.0)
 SPIN_UP_COLOUR = (0.0, 0.0, 0.0, 1.0)
-FLIPPED_TO_DOWN = (0.0, 0.6, 0.0, 1.0)
-FLIPPED_TO_UP = (0.35, 0.35, 0.35, 1.0)
+FLIPPED_TO_DOWN = (0.0, 0.45, 1.0, 1.0)     # azure
+FLIPPED_TO_UP = (0.85, 0.25, 0.0, 1.0)      # vermilion
 REWIRED_SITE = (1.0, 0.15, 0.6, 1.0)
 LINK = (1.0, 0.15, 0.6, 0.85)
 
@@ -76,12 +80,13 @@ def palette(show_flipped: bool = True, show_rewired: bool = False) -> np.ndarray
     return table
 
 
-def legend(show_flipped: bool, show_rewired: bool) -> tuple:
-    entries = [("spin down", SPIN_DOWN_COLOUR), ("spin up", SPIN_UP_COLOUR)]
+def legend(show_flipped: bool, show_rewired: bool) -> tuple[tuple[str, int], ...]:
+    """(label, code) of each kind of cell the picture can show (sim/picture.py: Picture.legend)."""
+    entries = [("spin down", 0), ("spin up", SPIN_UP)]
     if show_flipped:
-        entries += [("flipped to down", FLIPPED_TO_DOWN), ("flipped to up", FLIPPED_TO_UP)]
+        entries += [("flipped to down", FLIPPED), ("flipped to up", FLIPPED | SPIN_UP)]
     if show_rewired:
-        entries += [("rewired site", REWIRED_SITE)]
+        entries += [("rewired site", REWIRED)]
     return tuple(entries)
 
 

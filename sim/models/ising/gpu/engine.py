@@ -28,6 +28,18 @@ BLOCK_THREADS = 256
 INLINE_MODIFIED_BELOW = 1000  # chunk kernel handles modified sites itself when they are < N/1000
 
 
+MAX_FRAME_SWEEPS = 1024    # measured sweeps per packed frame launch sequence (longer frames run in chunks)
+# flags of metropolis_multispin (metropolis_multispin.cu)
+MS_WRITE_FLIPS, MS_UNION_FLIPS, MS_MEASURE, MS_SLOT_SHIFT = 2, 4, 8, 4
+
+
+def whole_warp_rows(bx: int, L: int) -> int:
+    """Rows per block for blocks of bx words: at most BLOCK_THREADS threads and a whole number of warps (the
+    measured sweep reduces with full-warp shuffles), never more rows than the lattice has."""
+    step = 32 // math.gcd(bx, 32)
+    return max(step, min(L, BLOCK_THREADS // bx) // step * step)
+
+
 def chunk_words(L: int) -> int | None:
     """32-bit words per thread of the SIMD Metropolis kernel, or None for the one-site-per-thread kernel."""
     if L % 16 == 0:
@@ -35,6 +47,38 @@ def chunk_words(L: int) -> int | None:
     if L % 4 == 0:
         return 1
     return None
+
+
+class PendingTotals:
+    """A frame's per-sweep totals on their way to the host: copied into pinned memory behind the sweeps on the
+    current stream (cudaMemcpyAsync), with events around the frame for its device time."""
+
+    def __init__(self, xp, n: int):
+        import cupyx
+        self._xp = xp
+        self.host = cupyx.empty_pinned((n, 3), dtype=np.uint64)
+        self.start, self.end = xp.cuda.Event(), xp.cuda.Event()
+        self.start.record()
+
+    def copy_rows(self, device_rows, first: int) -> None:
+        runtime = self._xp.cuda.runtime
+        stream = self._xp.cuda.get_current_stream()
+        runtime.memcpyAsync(self.host[first:].ctypes.data, device_rows.data.ptr, device_rows.nbytes,
+                            runtime.memcpyDeviceToHost, stream.ptr)
+
+    def finish(self) -> None:
+        self.end.record()
+
+    def ready(self) -> bool:
+        return self.end.done
+
+    def result(self) -> np.ndarray:
+        self.end.synchronize()
+        return self.host.view(np.int64)
+
+    def device_seconds(self) -> float:
+        self.end.synchronize()
+        return self._xp.cuda.get_elapsed_time(self.start, self.end) / 1000.0
 
 
 class CudaEngine:
@@ -167,24 +211,80 @@ class CudaEngine:
         ms["unpack"](grid, block, (spins, mask, packed, ms["flips"], L, np.int32(want_mask)))
         return spins, (mask if want_mask else None)
 
+    def metropolis_frame(self, spins, T: float, rng, n: int, wait: bool = True):
+        """n Metropolis sweeps for one frame of the window, on the packed lattice (L a multiple of 64): the same
+        trajectory as n calls of ``metropolis``, plus what the frame shows, computed in the same launches --
+        the union of the n sweeps' flips (the highlight) and each sweep's (bond sum, spin sum, flips), reduced
+        on the device and copied to the host once. Returns (spins, union mask, host int64 array (n, 3)), or with
+        ``wait=False`` on a CUDA device (spins, union mask, PendingTotals): the copy is queued behind the sweeps
+        and the host goes on (to draw the frame) while the device works."""
+        n = int(n)
+        spins = self._spins(spins)
+        ms = self._multispin_kernels(T)
+        grid, block, L, packed, params = ms["launch"] + (ms["L"], ms["packed"], ms["params"])
+        sweep, totals = ms["sweep"], ms["totals"]
+        ends, n_rewired = ms["rewired_ends"]
+        rewired_launch = ((grid_for(n_rewired, BLOCK_THREADS, 1024),), (BLOCK_THREADS,))
+        pending = None if wait or isinstance(totals, np.ndarray) else PendingTotals(self.xp, n)
+        ms["pack"](grid, block, (spins, packed, L))
+        rows = []
+        done = 0
+        while done < n:
+            chunk = min(MAX_FRAME_SWEEPS, n - done)
+            totals[:chunk].fill(0)
+            for slot in range(chunk):
+                seed, stream = rng.next_key()
+                seed, stream = np.uint64(seed), np.uint64(stream)
+                flags = MS_WRITE_FLIPS | MS_MEASURE | (slot << MS_SLOT_SHIFT) | (MS_UNION_FLIPS if done + slot else 0)
+                sweep(grid, block, (packed, params, L, np.int32(flags), seed, stream))
+                sweep(grid, block, (packed, params, L, np.int32(flags | 1), seed, stream))
+                if n_rewired:
+                    ms["measure_rewired"](*rewired_launch, (packed, ends, np.int32(n_rewired), totals, np.int32(slot)))
+            if pending is None:
+                rows.append(to_numpy(totals[:chunk]).view(np.int64).copy())
+            else:
+                pending.copy_rows(totals[:chunk], done)
+            done += chunk
+        mask = self.xp.empty(spins.shape, dtype=bool)
+        ms["unpack"](grid, block, (spins, mask, packed, ms["flips"], L, np.int32(1)))
+        if pending is not None:
+            pending.finish()
+            return spins, mask, pending
+        return spins, mask, np.concatenate(rows)
+
+    def _packed_rewired_ends(self):
+        """Device int32 (R, 4) [removed u, removed v, new u, new v] as packed bit positions, and R."""
+        host = self.graph.host
+        count = self.graph.n_rewired
+        if not count:
+            return self.xp.zeros(4, dtype=self.xp.int32), 0
+        ends = np.column_stack([multispin.bit_position(a[:count], self.dim, self.L)
+                                for a in (host.removed_u, host.removed_v, host.new_u, host.new_v)])
+        return self.xp.asarray(ends.astype(np.int32)), count
+
     def _multispin_kernels(self, T: float) -> dict:
         """The packed kernels, their buffers and the device parameter block for temperature T."""
         xp = self.xp
         if self._multispin is None:
             dim, L = self.dim, self.L
             names = (f"metropolis_multispin<{dim}>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
+            all_names = names + ("multispin_measure_rewired",)
             rewired = multispin.packed_rewired(self.lattice)
             W = L // 64
             bx = min(W, 32)
-            by = min(L, BLOCK_THREADS // bx)
+            by = whole_warp_rows(bx, L)
             self._multispin = {
-                "sweep": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[0], names),
-                "pack": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[1], names),
-                "unpack": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[2], names),
+                "sweep": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[0], all_names),
+                "pack": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[1], all_names),
+                "unpack": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[2], all_names),
                 "launch": ((-(-W // bx), -(-L // by), L if dim == 3 else 1), (bx, by)),
                 "L": np.int32(L),
                 "packed": xp.zeros(self.n // 32, dtype=xp.uint32),
                 "flips": xp.zeros(self.n // 32, dtype=xp.uint32),
+                "totals": xp.zeros((MAX_FRAME_SWEEPS, 3), dtype=xp.uint64),
+                "measure_rewired": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu",
+                                              "multispin_measure_rewired", all_names),
+                "rewired_ends": self._packed_rewired_ends(),
                 "has_modified": rewired.has_modified,
                 "rewired": tuple(xp.asarray(a) for a in (rewired.words, rewired.rank, rewired.offsets,
                                                          rewired.neighbours)),
@@ -193,8 +293,8 @@ class CudaEngine:
         ms = self._multispin
         if ms["params_T"] != T:
             table, (t2, t4, t6) = self._thresholds(T)
-            # struct MultispinParams: 6 pointers, then t2, t4, t6, has_modified (uint32 each), little-endian
-            pointers = [self._address(a) for a in (ms["flips"], table, *ms["rewired"])]
+            # struct MultispinParams: 7 pointers, then t2, t4, t6, has_modified (uint32 each), little-endian
+            pointers = [self._address(a) for a in (ms["flips"], table, *ms["rewired"], ms["totals"])]
             block = np.array(pointers + [int(t2) | int(t4) << 32, int(t6) | ms["has_modified"] << 32],
                              dtype=np.uint64)
             ms["params"], ms["table"], ms["params_T"] = xp.asarray(block), table, T
@@ -241,6 +341,16 @@ class CudaEngine:
                                   (spins, g.removed_u, g.removed_v, g.new_u, g.new_v, np.int32(g.n_rewired), totals))
         bonds, spin_sum = (int(v) for v in to_numpy(totals).view(np.int64))
         return float(bonds), spin_sum
+
+    def measure_into(self, spins, out) -> None:
+        """Add (bond sum, spin sum) of ``spins`` to the device uint64 array ``out`` (2 or more elements, two's
+        complement) without copying anything to the host: a frame measures each step this way and copies once."""
+        spins = self._spins(spins)
+        self._measure_lattice((self._measure_grid,), (BLOCK_THREADS,), (spins, np.int32(self.L), out))
+        g = self.graph
+        if g.n_rewired:
+            self._measure_rewired((grid_for(g.n_rewired, BLOCK_THREADS, 1024),), (BLOCK_THREADS,),
+                                  (spins, g.removed_u, g.removed_v, g.new_u, g.new_v, np.int32(g.n_rewired), out))
 
     def cluster_sizes(self, spins, T: float, key: tuple[int, int]) -> np.ndarray:
         """Sizes of the Fortuin-Kasteleyn clusters of ``spins`` at T (bonds drawn under ``key``), largest first."""

@@ -87,98 +87,167 @@ __device__ void below_exact(const PhiloxKey key, const int colour, const unsigne
 // What stays fixed from sweep to sweep (arrays and thresholds), in one device buffer, so that a launch passes
 // six arguments: Python's launch cost per argument, not the GPU, limited the sweeps through the model API.
 struct MultispinParams {
-    unsigned int* flips;                        // the sweep's flip words, written when write_mask
+    unsigned int* flips;                        // flip words: the sweep's, or their union over a frame
     const unsigned int* thresholds;             // floor(exp(-2k/T) 2^32) for k = 0 .. max_k (modified sites)
     const unsigned int* mod_words;              // PackedRewired (sim/gpu/multispin.py)
     const unsigned int* mod_rank;
     const int* mod_offsets;
     const int* mod_neighbours;
+    unsigned long long* totals;                 // per measured sweep: lattice bonds, spin sum, flips (int64)
     unsigned int t2, t4, t6;                    // thresholds of k = 2, 4, 6
     int has_modified;
 };
 
-// flags: bit 0 the colour, bit 1 write_mask.
+// flags: bit 0 the colour; bit 1 write the flip words; bit 2 OR them into the words already there (the union of
+// a frame's sweeps, for the highlight); bit 3 measure this sweep into totals slot flags >> 4.
+constexpr int MS_COLOUR = 1, MS_WRITE_FLIPS = 2, MS_UNION_FLIPS = 4, MS_MEASURE = 8, MS_SLOT_SHIFT = 4;
+
+// Sum a value over the block's threads and add it to *total: warp shuffles, then one atomic per block.
+// Every thread of the block must call it (blocks are whole warps: see the launch in gpu/engine.py).
+__device__ __forceinline__ void block_sum_into(long long value, unsigned long long* total)
+{
+    __shared__ long long partial[32];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_down_sync(0xffffffffu, value, offset);
+    const int thread = threadIdx.y * blockDim.x + threadIdx.x, warps = (blockDim.x * blockDim.y) >> 5;
+    if ((thread & 31) == 0) partial[thread >> 5] = value;
+    __syncthreads();
+    if (thread == 0) {
+        long long sum = 0;
+        for (int i = 0; i < warps; ++i) sum += partial[i];
+        if (sum) atomicAdd(total, (unsigned long long)sum);
+    }
+    __syncthreads();
+}
+
+// One half-sweep (one colour) of the packed lattice. With MS_MEASURE, the sweep's observables are reduced in the
+// same pass: every lattice edge joins the two colours (L is even), so during the colour-1 pass, when the
+// colour-0 words are final for this sweep, the threads see each edge exactly once: lattice bonds =
+// dim N - 2 (unlike pairs); each colour-0 word is the "same" word of exactly one colour-1 thread, so that thread
+// counts its down spins too. Flips are counted in both passes. The rewired edges' correction is a separate
+// launch (multispin_measure_rewired) after the colour-1 pass.
 template <int DIM>
 __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const MultispinParams* __restrict__ params,
                                      const int L, const int flags, const unsigned long long seed,
                                      const unsigned long long stream)
 {
-    const int colour = flags & 1;
+    const int colour = flags & MS_COLOUR;
     const int W = L >> 6;
     const int w = blockIdx.x * blockDim.x + threadIdx.x;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
     const int z = DIM == 3 ? (int)blockIdx.z : 0;
-    if (w >= W || y >= L) return;
-    const int rows = DIM == 3 ? L * L : L;
-    const int r = z * L + y;
-    const int o = (colour + y + z) & 1;
-    const int own = (colour * rows + r) * W + w;
-    const unsigned int* other = packed + (1 - colour) * rows * W;
+    const bool measure = flags & MS_MEASURE;
+    long long unlike_pairs = 0, down_spins = 0, flipped = 0;
+    if (w < W && y < L) {
+        const int rows = DIM == 3 ? L * L : L;
+        const int r = z * L + y;
+        const int o = (colour + y + z) & 1;
+        const int own = (colour * rows + r) * W + w;
+        const unsigned int* other = packed + (1 - colour) * rows * W;
 
-    const unsigned int s = packed[own];
-    const unsigned int same = other[r * W + w];
-    const unsigned int side_word = other[r * W + (o ? (w == W - 1 ? 0 : w + 1) : (w == 0 ? W - 1 : w - 1))];
-    const unsigned int side = o ? __funnelshift_r(same, side_word, 1) : __funnelshift_l(side_word, same, 1);
-    const int y_up = y == 0 ? L - 1 : y - 1, y_down = y == L - 1 ? 0 : y + 1;
-    const unsigned int up = other[(z * L + y_up) * W + w];
-    const unsigned int down = other[(z * L + y_down) * W + w];
-    const PackedRewired g = {params->has_modified, params->mod_words, params->mod_rank, params->mod_offsets,
-                             params->mod_neighbours};
-    const unsigned int modified = g.has_modified ? g.words[own] : 0u;
+        const unsigned int s = packed[own];
+        const unsigned int same = other[r * W + w];
+        const unsigned int side_word = other[r * W + (o ? (w == W - 1 ? 0 : w + 1) : (w == 0 ? W - 1 : w - 1))];
+        const unsigned int side = o ? __funnelshift_r(same, side_word, 1) : __funnelshift_l(side_word, same, 1);
+        const int y_up = y == 0 ? L - 1 : y - 1, y_down = y == L - 1 ? 0 : y + 1;
+        const unsigned int up = other[(z * L + y_up) * W + w];
+        const unsigned int down = other[(z * L + y_down) * W + w];
+        unsigned int back = 0, front = 0;
+        if (DIM == 3) {
+            const int z_back = z == 0 ? L - 1 : z - 1, z_front = z == L - 1 ? 0 : z + 1;
+            back = other[(z_back * L + y) * W + w];
+            front = other[(z_front * L + y) * W + w];
+        }
+        const PackedRewired g = {params->has_modified, params->mod_words, params->mod_rank, params->mod_offsets,
+                                 params->mod_neighbours};
+        const unsigned int modified = g.has_modified ? g.words[own] : 0u;
 
-    const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)stream,
-                           (unsigned int)(stream >> 32)};
-    const unsigned int t2 = params->t2, t4 = params->t4, t6 = params->t6;
-    const unsigned int group0 = ((unsigned int)r * (unsigned int)L + 64u * (unsigned int)w) >> 4;
-    unsigned int lt2 = 0, lt4 = 0, lt6 = 0;
-    if (below_high<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6))
-        below_exact<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6);
+        const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)stream,
+                               (unsigned int)(stream >> 32)};
+        const unsigned int t2 = params->t2, t4 = params->t4, t6 = params->t6;
+        const unsigned int group0 = ((unsigned int)r * (unsigned int)L + 64u * (unsigned int)w) >> 4;
+        unsigned int lt2 = 0, lt4 = 0, lt6 = 0;
+        if (below_high<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6))
+            below_exact<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6);
 
-    // unlike-neighbour bits, counted by adders: u = unlike neighbours of each site
-    const unsigned int a = s ^ same, b = s ^ side, c = s ^ up, d = s ^ down;
-    unsigned int flip;
-    if constexpr (DIM == 2) {
-        const unsigned int ones = a ^ b ^ c ^ d;                          // u odd
-        const unsigned int two_or_more = (a & b) | (c & d) | ((a ^ b) & (c ^ d));
-        const unsigned int none = ~(a | b | c | d);
-        // u >= 2: k <= 0, always; u = 1: k = 2; u = 0: k = 4
-        flip = two_or_more | (ones & ~two_or_more & lt2) | (none & lt4);
-    } else {
-        const int z_back = z == 0 ? L - 1 : z - 1, z_front = z == L - 1 ? 0 : z + 1;
-        const unsigned int e = s ^ other[(z_back * L + y) * W + w];
-        const unsigned int f = s ^ other[(z_front * L + y) * W + w];
-        const unsigned int s1 = a ^ b ^ c, c1 = (a & b) | (c & (a ^ b));  // a + b + c = s1 + 2 c1
-        const unsigned int s2 = d ^ e ^ f, c2 = (d & e) | (f & (d ^ e));
-        const unsigned int ones = s1 ^ s2, c3 = s1 & s2;                  // u = ones + 2 (c1 + c2 + c3)
-        const unsigned int any_two = c1 | c2 | c3;
-        const unsigned int two_twos = (c1 & c2) | (c3 & (c1 ^ c2));
-        const unsigned int one_two = (c1 ^ c2 ^ c3) & ~two_twos;
-        // u >= 3: always; u = 2: k = 2; u = 1: k = 4; u = 0: k = 6
-        flip = two_twos | (ones & any_two) | (~ones & one_two & lt2) | (ones & ~any_two & lt4) |
-               (~ones & ~any_two & lt6);
-    }
+        // unlike-neighbour bits, counted by adders: u = unlike neighbours of each site
+        const unsigned int a = s ^ same, b = s ^ side, c = s ^ up, d = s ^ down;
+        unsigned int flip;
+        if constexpr (DIM == 2) {
+            const unsigned int ones = a ^ b ^ c ^ d;                          // u odd
+            const unsigned int two_or_more = (a & b) | (c & d) | ((a ^ b) & (c ^ d));
+            const unsigned int none = ~(a | b | c | d);
+            // u >= 2: k <= 0, always; u = 1: k = 2; u = 0: k = 4
+            flip = two_or_more | (ones & ~two_or_more & lt2) | (none & lt4);
+        } else {
+            const unsigned int e = s ^ back, f = s ^ front;
+            const unsigned int s1 = a ^ b ^ c, c1 = (a & b) | (c & (a ^ b));  // a + b + c = s1 + 2 c1
+            const unsigned int s2 = d ^ e ^ f, c2 = (d & e) | (f & (d ^ e));
+            const unsigned int ones = s1 ^ s2, c3 = s1 & s2;                  // u = ones + 2 (c1 + c2 + c3)
+            const unsigned int any_two = c1 | c2 | c3;
+            const unsigned int two_twos = (c1 & c2) | (c3 & (c1 ^ c2));
+            const unsigned int one_two = (c1 ^ c2 ^ c3) & ~two_twos;
+            // u >= 3: always; u = 2: k = 2; u = 1: k = 4; u = 0: k = 6
+            flip = two_twos | (ones & any_two) | (~ones & one_two & lt2) | (ones & ~any_two & lt4) |
+                   (~ones & ~any_two & lt6);
+        }
 
-    if (modified) {
-        flip &= ~modified;
-        const unsigned int first_row = g.rank[own];
-        unsigned int todo = modified;
-        while (todo) {
-            const int bit = __ffs(todo) - 1;
-            todo &= todo - 1;
-            const int row = (int)first_row + __popc(modified & ((1u << bit) - 1u));
-            int h = 0;
-            for (int j = g.offsets[row]; j < g.offsets[row + 1]; ++j)
-                h += 1 - 2 * (int)packed_bit(packed, g.neighbours[j]);
-            const int k = (1 - 2 * (int)((s >> bit) & 1u)) * h;
-            const int site = r * L + 2 * (32 * w + bit) + o;
-            if (k <= 0 || number_below(number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)),
-                                                   site),
-                                       params->thresholds[k], key, colour, site))
-                flip |= 1u << bit;
+        if (modified) {
+            flip &= ~modified;
+            const unsigned int first_row = g.rank[own];
+            unsigned int todo = modified;
+            while (todo) {
+                const int bit = __ffs(todo) - 1;
+                todo &= todo - 1;
+                const int row = (int)first_row + __popc(modified & ((1u << bit) - 1u));
+                int h = 0;
+                for (int j = g.offsets[row]; j < g.offsets[row + 1]; ++j)
+                    h += 1 - 2 * (int)packed_bit(packed, g.neighbours[j]);
+                const int k = (1 - 2 * (int)((s >> bit) & 1u)) * h;
+                const int site = r * L + 2 * (32 * w + bit) + o;
+                if (k <= 0 || number_below(number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)),
+                                                       site),
+                                           params->thresholds[k], key, colour, site))
+                    flip |= 1u << bit;
+            }
+        }
+        if (flip) packed[own] = s ^ flip;
+        if (flags & MS_WRITE_FLIPS) params->flips[own] = (flags & MS_UNION_FLIPS) ? params->flips[own] | flip : flip;
+        if (measure) {
+            flipped = __popc(flip);
+            if (colour == 1) {
+                const unsigned int now = s ^ flip;
+                unlike_pairs = __popc(now ^ same) + __popc(now ^ side) + __popc(now ^ up) + __popc(now ^ down);
+                if (DIM == 3) unlike_pairs += __popc(now ^ back) + __popc(now ^ front);
+                down_spins = __popc(now) + __popc(same);
+            }
         }
     }
-    if (flip) packed[own] = s ^ flip;
-    if (flags & 2) params->flips[own] = flip;
+    if (measure) {  // flags are the same for the whole grid: every thread of every block gets here
+        unsigned long long* slot = params->totals + 3 * (flags >> MS_SLOT_SHIFT);
+        if (colour == 1) {
+            // a colour-1 word: 32 sites with 2 dim lattice edges each; with its "same" word, 64 spins
+            const long long sites = (w < W && y < L) ? 32 : 0;
+            block_sum_into(2 * DIM * sites - 2 * unlike_pairs, slot);
+            block_sum_into(2 * sites - 2 * down_spins, slot + 1);
+        }
+        block_sum_into(flipped, slot + 2);
+    }
+}
+
+// The rewired edges' part of a measured sweep's bond sum: + s_u s_v over the new edges, - over the lattice edges
+// rewiring removed (packed bit positions, one thread per rewired edge, after the sweep's colour-1 pass).
+__global__ void multispin_measure_rewired(const unsigned int* __restrict__ packed, const int* __restrict__ ends,
+                                          const int count, unsigned long long* __restrict__ totals, const int slot)
+{
+    long long bonds = 0;
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x) {
+        const int* e = ends + 4 * j;  // removed u, removed v, new u, new v
+        const int removed = 1 - 2 * (int)(packed_bit(packed, e[0]) ^ packed_bit(packed, e[1]));
+        const int added = 1 - 2 * (int)(packed_bit(packed, e[2]) ^ packed_bit(packed, e[3]));
+        bonds += added - removed;
+    }
+    block_sum_into(bonds, totals + 3 * slot);
 }
 
 // int8 spins (C order) -> packed words; one thread per 64 sites of a row (both colours' words).

@@ -1,0 +1,348 @@
+"""The Coarsening dock (issue 14): for models that declare a coarsening length (sim/model.py ``HasCoarsening``;
+Cahn-Hilliard's 2 pi / k1), the length against simulated time on log-log axes with the guide line of the
+declared law (Lifshitz-Slyozov, t^(1/3)) and the exponent fitted over the most recent decade of time; and, for
+3D models with an interface (``HasInterface``), on a toggle, the iso-surface of the main field at the interface
+level (phi = 0).
+
+The length comes from the runner's observable history (``window.runner.history``), which keeps only the last
+samples; the dock keeps its own record, thinned to evenly spaced points in log time, so the plot spans the
+whole run. The interface is made by marching cubes on the CPU in a worker thread, at most one job in flight:
+the field is copied on the GUI thread (the worker never touches the model) and the view shows the last finished
+surface. Installed with one line: ``coarsening_panel.install(window)``.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+from vispy import scene
+
+from latticelab.render.interface_view import InterfaceView
+from latticelab.render.plots import one_font_manager
+from latticelab.render.signal_plots import CoarseningPlot
+from latticelab.sim.analysis.marching_cubes import Mesh, marching_cubes
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.model import HasCoarsening, HasInterface, main_field
+
+log = logging.getLogger(__name__)
+
+REFRESH_MS = 300
+POINTS_PER_DECADE = 200        # the record keeps a point when log10 t has moved on by 1/200 since the last
+FIT_DECADES = 1.0
+
+
+@dataclass(frozen=True)
+class ExponentFit:
+    """Least-squares slope of log length against log time over ``t0`` .. ``t1`` (``points`` samples)."""
+    exponent: float
+    t0: float
+    t1: float
+    points: int
+    full: bool            # the samples reach back the whole span asked for (else: all there are so far)
+
+    @property
+    def decades(self) -> float:
+        return math.log10(self.t1 / self.t0)
+
+
+def coarsening_exponent(t, length, decades: float = FIT_DECADES) -> ExponentFit | None:
+    """The growth exponent of ``length`` ~ t^n fitted over the most recent ``decades`` of time (or over all the
+    samples when they span less); None with fewer than three usable samples (t > 0, length > 0)."""
+    t, length = np.asarray(t, np.float64), np.asarray(length, np.float64)
+    ok = (t > 0) & (length > 0) & np.isfinite(t) & np.isfinite(length)
+    t, length = t[ok], length[ok]
+    if t.size < 3:
+        return None
+    recent = t >= t.max() / 10.0 ** decades
+    x, y = np.log10(t[recent]), np.log10(length[recent])
+    if recent.sum() < 3 or np.ptp(x) <= 0:
+        return None
+    slope = np.polyfit(x, y, 1)[0]
+    full = bool(t.min() <= t.max() / 10.0 ** decades)
+    return ExponentFit(float(slope), float(t[recent].min()), float(t[recent].max()), int(recent.sum()), full)
+
+
+class LogRecord:
+    """(time, value) samples kept at most ``per_decade`` per decade of time; a time going back (a reset) starts
+    it again."""
+
+    def __init__(self, per_decade: int = POINTS_PER_DECADE):
+        self.step = 1.0 / per_decade
+        self.clear()
+
+    def clear(self) -> None:
+        self.t: list[float] = []
+        self.value: list[float] = []
+        self.last_seen = -math.inf
+
+    def add(self, times, values) -> int:
+        """Samples in time order; those not later than the last seen are skipped. Returns how many were kept."""
+        kept = 0
+        for t, v in zip(np.asarray(times, float), np.asarray(values, float)):
+            if t < self.last_seen:
+                self.clear()
+            if t <= self.last_seen:
+                continue
+            self.last_seen = t
+            if not (t > 0 and v > 0 and math.isfinite(v)):
+                continue
+            if self.t and math.log10(t) - math.log10(self.t[-1]) < self.step:
+                continue
+            self.t.append(float(t))
+            self.value.append(float(v))
+            kept += 1
+        return kept
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.array(self.t), np.array(self.value)
+
+
+def interface_mesh(field: np.ndarray, level: float) -> Mesh:
+    """The iso-surface of a host 3D field at ``level`` (marching cubes on the CPU; vertices in array order)."""
+    # the NumPy path of the GPU algorithm: one vertex on each crossed grid edge (scikit-image's Lewiner variant adds
+    # vertices inside some cubes), the same surface the CUDA kernels give
+    return marching_cubes(np.asarray(field, np.float32), level, method="numpy")
+
+
+class CoarseningPanel(QtWidgets.QDockWidget):
+    def __init__(self, window, refresh_ms: int = REFRESH_MS):
+        super().__init__("Coarsening", window, objectName="coarsening_dock")
+        self.window = window
+        self.record = LogRecord()
+        self.fit: ExponentFit | None = None
+        self.available = False
+        self.last_error = ""
+        self._identity = None
+        self._history_version = None
+        self._drawn_version = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="latticelab-interface")
+        self._job: Future | None = None
+        self._job_key = None          # (id(model), step_count) of the job in flight or last finished
+        self._job_info = None         # (field name, level, step, host copy) of the job in flight
+        self.job_field: np.ndarray | None = None   # the field the shown surface was made from
+        with one_font_manager():
+            self._build()
+        self.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, self._draw_now))
+        self.timer = QtCore.QTimer(self, interval=refresh_ms)
+        self.timer.timeout.connect(self.refresh)
+        self.timer.start()
+
+    # ==== construction ==========================================================================
+    def _build(self) -> None:
+        body = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(body)
+        layout.setContentsMargins(4, 4, 4, 4)
+        self._layout = layout
+        self.canvas = None           # made when a model with a coarsening length first arrives (_plots)
+        self.info = QtWidgets.QLabel("", objectName="coarsening_info", wordWrap=True)
+        self.info.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+        layout.addWidget(self.info)
+        self.interface_box = QtWidgets.QCheckBox("3D interface", objectName="interface_box")
+        self.interface_box.setToolTip("The surface where the field crosses the interface level (3D models; made "
+                                      "in the background, the last finished one is shown)")
+        self.interface_box.toggled.connect(self._interface_toggled)
+        layout.addWidget(self.interface_box)
+        self.interface_canvas = None   # made when the interface is first asked for (_interface_canvas)
+        self.interface_view: InterfaceView | None = None
+        self.interface_info = QtWidgets.QLabel("", objectName="interface_info", wordWrap=True)
+        layout.addWidget(self.interface_info)
+        self.setWidget(body)
+
+    # ==== the model ============================================================================
+    def _model(self):
+        try:
+            return self.window.model
+        except Exception:
+            return None
+
+    def on_screen(self) -> bool:
+        return self.isVisible() and not self.visibleRegion().isEmpty()
+
+    def _plots(self) -> None:
+        """The plot canvas, made once: axes and text cost a second or more on software GL, which a window that
+        never runs a coarsening model need not pay."""
+        if self.canvas is not None:
+            return
+        with one_font_manager():
+            self.canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0),
+                                            size=(420, 320), show=False)
+            self.canvas.native.setObjectName("coarsening_canvas")
+            self.canvas.native.setMinimumSize(280, 200)
+            self.plot = CoarseningPlot(self.canvas.central_widget.add_grid(spacing=2, margin=4), "length", 1 / 3)
+        self._layout.insertWidget(0, self.canvas.native, 1)
+
+    def _make_interface_canvas(self) -> None:
+        if self.interface_canvas is not None:
+            return
+        self.interface_canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.05, 0.05, 0.07, 1.0),
+                                                  size=(420, 360), show=False)
+        self.interface_canvas.native.setObjectName("interface_canvas")
+        self.interface_canvas.native.setMinimumSize(280, 240)
+        self.interface_view = InterfaceView(self.interface_canvas.central_widget.add_view())
+        self._layout.insertWidget(self._layout.indexOf(self.interface_info), self.interface_canvas.native, 1)
+
+    def _show_interface_canvas(self, on: bool) -> None:
+        if on:
+            self._make_interface_canvas()
+        if self.interface_canvas is not None:
+            self.interface_canvas.native.setVisible(on)
+
+    def _set_available(self, model) -> None:
+        available = isinstance(model, (HasCoarsening, HasInterface))
+        if available != self.available:
+            self.available = available
+            if available:
+                self._plots()
+                self.show()
+        if not available and not self.isHidden():
+            self.hide()
+        has_interface = isinstance(model, HasInterface) and len(model.shape) == 3
+        self.interface_box.setEnabled(has_interface)
+        if has_interface:
+            self.interface_box.setText(f"3D interface ({main_field(model)[0]} = {model.interface_level:g})")
+        self._show_interface_canvas(has_interface and self.interface_box.isChecked())
+
+    def refresh(self, force: bool = False) -> bool:
+        """Take new history samples; redraw when shown; start an interface job when one is due. Returns whether
+        it drew."""
+        self._collect_interface()
+        model = self._model()
+        if model is None:
+            return False
+        self._set_available(model)
+        if not self.available:
+            self._identity = None
+            return False
+        try:
+            if id(model) != self._identity:
+                self._identity = id(model)
+                self.record.clear()
+                self._history_version = None
+            self._take_history(model)
+            self._start_interface(model)
+            if not self.on_screen() or (not force and self._history_version == self._drawn_version):
+                return False
+            self._draw(model)
+        except Exception as exc:   # keep the window running; say what went wrong
+            self.last_error = f"coarsening update failed: {type(exc).__name__}: {exc}"
+            log.exception("coarsening panel")
+            self.info.setText(self.last_error)
+            return False
+        return True
+
+    def _draw_now(self) -> None:
+        self.refresh(force=True)
+
+    def _take_history(self, model) -> None:
+        if not isinstance(model, HasCoarsening):
+            return
+        history = self.window.runner.history
+        if history.version == self._history_version:
+            return
+        self._history_version = history.version
+        times, values = history.arrays()
+        name = model.coarsening.observable
+        if name in values:
+            self.record.add(times, values[name])
+
+    def add_samples(self, times, lengths) -> None:
+        """Samples from elsewhere (a saved run, a test), as the history would give them."""
+        self.record.add(times, lengths)
+        self._drawn_version = None
+
+    def _draw(self, model) -> None:
+        self._drawn_version = self._history_version
+        if not isinstance(model, HasCoarsening):
+            self.info.setText(f"{model.title}: no coarsening length declared")
+            return
+        c = model.coarsening
+        label = next((o.label for o in model.declared_observables if o.name == c.observable), c.observable)
+        law = f"{c.law} " if c.law else ""
+        self.plot.exponent = c.exponent
+        self.plot.title.text = f"{label}; guide: {law}t^{c.exponent:.3g}"
+        t, length = self.record.arrays()
+        self.plot.set_data(t, length)
+        self.fit = coarsening_exponent(t, length)
+        if self.fit is None:
+            self.info.setText(f"{label}: waiting for samples at t > 0")
+        else:
+            f = self.fit
+            span = "the last decade" if f.full else f"{f.decades:.2f} decades (all so far)"
+            self.info.setText(f"fitted exponent {f.exponent:.3f} over {span}, t = {f.t0:.4g} to {f.t1:.4g} "
+                              f"({f.points} points); {law}law: {c.exponent:.3f}")
+        self.canvas.update()
+
+    # ==== the 3D interface ======================================================================
+    def _interface_toggled(self, on: bool) -> None:
+        model = self._model()
+        self._show_interface_canvas(on and isinstance(model, HasInterface) and len(model.shape) == 3)
+        if on:
+            self._job_key = None
+            self.refresh(force=True)
+
+    def _start_interface(self, model) -> None:
+        """One marching-cubes job at a time, for a state not yet meshed."""
+        if not (self.interface_box.isChecked() and isinstance(model, HasInterface) and len(model.shape) == 3):
+            return
+        key = (id(model), model.step_count, model.params)
+        if self._job is not None or key == self._job_key:
+            return
+        stepper = getattr(self.window, "stepper", None)
+        if stepper is not None and stepper.busy:    # a worker is stepping the model: copy after its batch
+            return
+        name, field = main_field(model)
+        host = np.array(to_numpy(field), np.float32)      # a copy: the worker never sees the model's arrays
+        level = float(model.interface_level)
+        self._job_key = key
+        self._job_info = (name, level, model.step_count, host)
+        self._job = self._executor.submit(interface_mesh, host, level)
+
+    def _collect_interface(self) -> None:
+        job = self._job
+        if job is None or not job.done():
+            return
+        self._job = None
+        name, level, step, host = self._job_info
+        try:
+            mesh = job.result()
+        except Exception as exc:
+            self.last_error = f"interface failed: {type(exc).__name__}: {exc}"
+            log.warning(self.last_error)
+            self.interface_info.setText(self.last_error)
+            return
+        self.job_field = host
+        self._make_interface_canvas()
+        self.interface_view.show_mesh(mesh, host.shape)
+        self.interface_info.setText(f"{name} = {level:g} at step {step:,}: {mesh.n_faces:,} triangles"
+                                    if mesh.n_faces else f"no {name} = {level:g} surface at step {step:,}")
+        self.interface_canvas.update()
+
+    @property
+    def interface_busy(self) -> bool:
+        return self._job is not None
+
+    def shutdown(self) -> None:
+        self.timer.stop()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> CoarseningPanel:
+    """Add the dock to a main window (``model``, ``runner``); a tab beside the live plots, shown only for models
+    that declare a coarsening length or an interface."""
+    panel = CoarseningPanel(window)
+    window.addDockWidget(area, panel)
+    plots = getattr(window, "plot_dock", None)
+    if isinstance(plots, QtWidgets.QDockWidget):
+        window.tabifyDockWidget(plots, panel)
+        plots.raise_()
+    panel.hide()
+    window.coarsening_panel = panel
+    QtCore.QTimer.singleShot(0, panel.refresh)
+    app = QtWidgets.QApplication.instance()
+    if app is not None:
+        app.aboutToQuit.connect(panel.shutdown)
+    return panel

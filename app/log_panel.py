@@ -1,0 +1,95 @@
+"""The Messages dock: every message the window shows, in full, with its time and level.
+
+The status bar shows one line for a few seconds and cuts what does not fit; a warning about a damaged settings
+file with several problems, or a long refusal, would be lost there. ``MainWindow.show_message`` also hands
+every message to this panel (``add``), which keeps the last ``MAX_MESSAGES`` in a table the user can read,
+select and copy. The dock starts hidden at the bottom; the View menu opens it.
+"""
+from __future__ import annotations
+
+import time
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+MAX_MESSAGES = 1000      # older messages are dropped: a running window must not grow without bound
+LEVEL_COLOURS = {"error": QtGui.QColor("#d32f2f"), "info": None}
+
+
+class MessagesPanel(QtWidgets.QDockWidget):
+    """A table of (time, level, message), newest last."""
+
+    COLUMNS = ("time", "level", "message")
+
+    def __init__(self, parent=None, clock=time.localtime):
+        super().__init__("Messages", parent, objectName="messages_dock")
+        self.clock = clock
+        body = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(body)
+        layout.setContentsMargins(2, 2, 2, 2)
+        self.table = QtWidgets.QTableWidget(0, len(self.COLUMNS), objectName="messages_table")
+        self.table.setHorizontalHeaderLabels(self.COLUMNS)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(True)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QtWidgets.QHeaderView.ResizeMode.Stretch)
+        # rows grow to hold their whole (wrapped) message, also when the dock is made narrower
+        self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        layout.addWidget(self.table)
+        buttons = QtWidgets.QHBoxLayout()
+        self.copy_button = QtWidgets.QPushButton("Copy", objectName="messages_copy")
+        self.copy_button.setToolTip("Copy the selected messages (all when none is selected)")
+        self.clear_button = QtWidgets.QPushButton("Clear", objectName="messages_clear")
+        buttons.addStretch(1)
+        buttons.addWidget(self.copy_button)
+        buttons.addWidget(self.clear_button)
+        layout.addLayout(buttons)
+        self.setWidget(body)
+        self.copy_button.clicked.connect(self.copy)
+        self.clear_button.clicked.connect(self.clear)
+
+    def add(self, text: str, level: str = "info") -> None:
+        """Append a message; the oldest goes when there are more than MAX_MESSAGES."""
+        if self.table.rowCount() >= MAX_MESSAGES:
+            self.table.removeRow(0)
+        row = self.table.rowCount()
+        self.table.insertRow(row)
+        stamp = time.strftime("%H:%M:%S", self.clock())
+        for column, value in enumerate((stamp, level, text)):
+            item = QtWidgets.QTableWidgetItem(value)
+            colour = LEVEL_COLOURS.get(level)
+            if colour is not None:
+                item.setForeground(colour)
+            if column == 2:
+                item.setToolTip(text)
+            self.table.setItem(row, column, item)
+        self.table.scrollToBottom()
+
+    def messages(self) -> list[tuple[str, str, str]]:
+        """(time, level, text) of every message kept, oldest first."""
+        return [tuple(self.table.item(r, c).text() for c in range(len(self.COLUMNS)))
+                for r in range(self.table.rowCount())]
+
+    def text(self, rows=None) -> str:
+        """The messages of ``rows`` (all when None) as tab-separated lines."""
+        rows = range(self.table.rowCount()) if rows is None else rows
+        return "\n".join("\t".join(self.table.item(r, c).text() for c in range(len(self.COLUMNS))) for r in rows)
+
+    def copy(self) -> None:
+        rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
+        QtWidgets.QApplication.clipboard().setText(self.text(rows or None))
+
+    def clear(self) -> None:
+        self.table.setRowCount(0)
+
+
+def install(window, area=QtCore.Qt.DockWidgetArea.BottomDockWidgetArea) -> MessagesPanel:
+    """Add the (hidden) Messages dock to ``window``, as ``window.log_panel``; ``show_message`` feeds it."""
+    panel = MessagesPanel(window)
+    window.addDockWidget(area, panel)
+    panel.hide()
+    window.log_panel = panel
+    return panel

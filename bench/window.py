@@ -1,0 +1,223 @@
+"""``latticelab bench window``: the application's own window, scripted, against the headless engine in the same run.
+
+For each lattice (2D L2^2 and 3D L3^3, Metropolis on the device) it measures:
+- the headless rates: ``model.step(n)`` (n sweeps per call) and ``model.advance(n)`` (what a frame calls: the
+  same sweeps plus the per-sweep observables and the union of flips);
+- the real window (app/main_window.py, a QTimer frame loop drawing through the field view) at a ladder of
+  fixed sweeps per frame: frames/s (draws of the lattice canvas) and sweeps/s; the largest number of sweeps
+  per frame that keeps ``--fps`` is the case reported, with its ratio to the headless ``step(n)`` rate;
+- the slider-to-screen latency: from ``set_parameter("T", ...)`` to the end of the first lattice draw whose
+  frame stepped with the new temperature (median over a few changes);
+- the longest gap between frames while the window switches dimension, lattice size and model.
+Needs a display with OpenGL (on a headless NVIDIA machine: Xvfb + GLX, see the README) and PySide6.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--L2", type=int, default=4096, help="side of the 2D lattice")
+    parser.add_argument("--L3", type=int, default=256, help="side of the 3D lattice")
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of each timed window run")
+    parser.add_argument("--fps", type=float, default=60.0, help="the frame rate to keep")
+    parser.add_argument("--ladder", default="1,2,4,8,16,32,64,128,256,512",
+                        help="sweeps per frame to try, comma-separated, increasing")
+    parser.add_argument("--backend", default="cuda", help="cuda, or numpy for a dry run on a CPU machine")
+    parser.add_argument("--size", default="1400x860", help="window size in pixels, WxH")
+    parser.add_argument("--out-dir", default=None, help="where window-<gpu>.json is written (default bench/results)")
+    parser.add_argument("--no-json", action="store_true", help="print the table only")
+    parser.add_argument("--profile", action="store_true",
+                        help="print where the window's time goes during the 2D adaptive run (cProfile)")
+
+
+class WindowProbe:
+    """Counts the lattice canvas's draws and the frame loop's ticks of one MainWindow, with their times."""
+
+    def __init__(self, window):
+        self.window = window
+        self.draws: list[float] = []
+        window.lattice_canvas.events.draw.connect(self._drawn, position="last")
+        self.ticks: list[float] = []
+        window.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+
+    def _drawn(self, event=None) -> None:
+        self.draws.append(time.perf_counter())
+
+    def run_for(self, seconds: float) -> tuple[int, int, float]:
+        """Let the event loop run; returns (draws, steps, seconds) counted over that time."""
+        from PySide6 import QtCore
+        steps0, draws0 = self.window.model.step_count, len(self.draws)
+        start = time.perf_counter()
+        loop = QtCore.QEventLoop()
+        QtCore.QTimer.singleShot(int(seconds * 1000), loop.quit)
+        loop.exec()
+        elapsed = time.perf_counter() - start
+        return len(self.draws) - draws0, self.window.model.step_count - steps0, elapsed
+
+    def longest_tick_gap(self, since: float) -> float:
+        times = [t for t in self.ticks if t >= since]
+        return max((b - a for a, b in zip(times, times[1:])), default=float("nan"))
+
+
+def headless_rates(model, n: int, sync) -> dict:
+    from latticelab.bench.report import median_rate
+    return {"step_n": median_rate(lambda: model.step(n), n, repeats=5, sync=sync),
+            "advance_n": median_rate(lambda: model.advance(n), n, repeats=5, sync=sync)}
+
+
+def wait_events(seconds: float) -> None:
+    from PySide6 import QtCore
+    loop = QtCore.QEventLoop()
+    QtCore.QTimer.singleShot(int(seconds * 1000), loop.quit)
+    loop.exec()
+
+
+def latency(window, probe, temperatures, repeats: int = 5) -> float:
+    """Median ms from a temperature change to the end of the first draw after a frame that used it."""
+    samples = []
+    for i in range(repeats):
+        wait_events(0.1)
+        start = time.perf_counter()
+        window.set_parameter("T", temperatures[i % len(temperatures)])
+        ticks_before = len(probe.ticks)
+        deadline = start + 5
+        from PySide6 import QtWidgets
+        while time.perf_counter() < deadline:
+            QtWidgets.QApplication.processEvents()
+            # the frame tick after the change stepped with the new T; the draw after that tick shows it
+            if len(probe.ticks) > ticks_before:
+                tick = probe.ticks[ticks_before]
+                shown = [t for t in probe.draws if t > tick]
+                if shown:
+                    samples.append((shown[0] - start) * 1000)
+                    break
+    return statistics.median(samples) if samples else float("nan")
+
+
+def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict:
+    from latticelab.sim.models import get_model
+    T = 2.0 if dim == 2 else 4.0
+    model = get_model("ising").create(backend=args.backend, dim=dim, L=L, T=T, p=0.0, algorithm="metropolis")
+    rates = headless_rates(model, max(ladder), sync)
+    del model
+    window.set_parameter("dim", dim)
+    window.set_parameter("L", L)
+    window.set_parameter("T", T)
+    window.set_parameter("algorithm", "metropolis")
+    window.adaptive = False
+    rows = []
+    for per_frame in ladder:
+        window.steps_per_frame = per_frame
+        wait_events(0.3)   # warm-up: kernels compiled, textures registered
+        draws, steps, seconds = probe.run_for(args.seconds)
+        rows.append({"sweeps_per_frame": per_frame, "frames_per_s": draws / seconds, "sweeps_per_s": steps / seconds})
+        if draws / seconds < args.fps and len(rows) > 1:
+            break
+    kept = [r for r in rows if r["frames_per_s"] >= args.fps] or rows[:1]
+    best = max(kept, key=lambda r: r["sweeps_per_s"])
+    window.adaptive = True
+    window.steps_per_frame = max(ladder)
+    wait_events(0.5)
+    profiler = None
+    if args.profile and dim == 2:
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
+    since = time.perf_counter()
+    draws, steps, seconds = probe.run_for(args.seconds)
+    if profiler is not None:
+        profiler.disable()
+        import pstats
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    gaps = [b - a for a, b in zip(probe.draws, probe.draws[1:]) if a >= since]
+    adaptive = {"frames_per_s": draws / seconds, "sweeps_per_s": steps / seconds,
+                "ratio_to_headless": steps / seconds / rates["step_n"],
+                "median_frame_ms": 1000 * statistics.median(gaps) if gaps else float("nan"),
+                "longest_frame_ms": 1000 * max(gaps, default=float("nan"))}
+    window.steps_per_frame = best["sweeps_per_frame"]
+    window.adaptive = False
+    ms = latency(window, probe, (T * 1.2, T * 0.8))
+    return {"name": f"window {dim}D L={L} Metropolis", "lattice": f"{dim}D L={L}",
+            "headless_step_n_sweeps_per_s": rates["step_n"], "headless_advance_n_sweeps_per_s": rates["advance_n"],
+            "ladder": rows, "kept": best, "adaptive": adaptive,
+            "ratio_to_headless": best["sweeps_per_s"] / rates["step_n"],
+            "slider_to_screen_ms": ms}
+
+
+def main(args) -> int:
+    import vispy
+    from PySide6 import QtWidgets
+    vispy.use(app="pyside6")
+    from latticelab.app.main_window import MainWindow
+    from latticelab.app.settings import Preferences
+    from latticelab.sim.backend import select_backend
+    from latticelab.sim.params import ParameterError
+
+    backend = select_backend(args.backend)
+    try:
+        ladder = sorted({int(v) for v in args.ladder.split(",")})
+        width, height = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        raise ParameterError("ladder/size", f"need integers like 1,4,16 and 1400x860; got {args.ladder!r}, {args.size!r}")
+    if not ladder or ladder[0] < 1:
+        raise ParameterError("ladder", "sweeps per frame must be positive integers")
+    sync = backend.synchronize if hasattr(backend, "synchronize") else (lambda: None)
+    if backend.is_gpu:
+        import cupy
+        sync = cupy.cuda.Device().synchronize
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
+    window = MainWindow("ising", {"dim": 2, "L": 64, "algorithm": "metropolis"}, Preferences(None),
+                        interactive=False, backend=args.backend)
+    window.resize(width, height)
+    window.show()
+    probe = WindowProbe(window)
+    wait_events(0.5)
+    renderer = window.lattice_canvas.context.shared.parser.capabilities.get("gl_renderer", "?") \
+        if hasattr(window.lattice_canvas.context.shared.parser, "capabilities") else "?"
+    try:
+        from vispy.gloo import gl
+        window.lattice_canvas.set_current()
+        renderer = gl.glGetParameter(gl.GL_RENDERER)
+    except Exception:
+        pass
+    window.set_running(True)
+    cases = [measure_lattice(window, probe, 2, args.L2, args, ladder, sync),
+             measure_lattice(window, probe, 3, args.L3, args, ladder, sync)]
+    # responsiveness while switching: dimension, size, model and back, the frame loop running
+    window.steps_per_frame, window.adaptive = 1, True
+    since = time.perf_counter()
+    for change in (("dim", 2), ("L", args.L2 // 2), ("L", args.L2), ("dim", 3)):
+        window.set_parameter(*change)
+        wait_events(0.3)
+    for name in ("cahn-hilliard", "cortex", "ising"):
+        window.switch_model(name)
+        wait_events(0.5)
+    cases.append({"name": "longest frame gap while switching", "longest_gap_ms": probe.longest_tick_gap(since) * 1000})
+    window.set_running(False)
+    device = window.model.device_name if backend.is_gpu else "CPU"
+    window.close()
+    app.processEvents()
+    print(f"device: {device}; GL renderer: {renderer}")
+    for c in cases[:2]:
+        k = c["kept"]
+        print(f"{c['lattice']:>12}: headless step(n) {c['headless_step_n_sweeps_per_s']:,.0f} sweeps/s, advance(n) "
+              f"{c['headless_advance_n_sweeps_per_s']:,.0f}; window {k['sweeps_per_s']:,.0f} sweeps/s at "
+              f"{k['frames_per_s']:.1f} frames/s ({k['sweeps_per_frame']} per frame) = {c['ratio_to_headless']:.0%}"
+              f" of headless; adaptive {c['adaptive']['sweeps_per_s']:,.0f} sweeps/s "
+              f"({c['adaptive']['ratio_to_headless']:.0%}) at {c['adaptive']['frames_per_s']:.1f} frames/s (median "
+              f"frame {c['adaptive']['median_frame_ms']:.1f} ms, longest {c['adaptive']['longest_frame_ms']:.1f} ms);"
+              f" slider to screen {c['slider_to_screen_ms']:.1f} ms")
+        for r in c["ladder"]:
+            print(f"{'':>14}{r['sweeps_per_frame']:>5} per frame: {r['frames_per_s']:6.1f} frames/s "
+                  f"{r['sweeps_per_s']:>10,.0f} sweeps/s")
+    print(f"longest frame gap while switching dimension, size and model: {cases[2]['longest_gap_ms']:.0f} ms")
+    for c in cases:
+        c["gl_renderer"] = str(renderer)
+    if not args.no_json:
+        from latticelab.bench.cli import RESULTS_DIR
+        from latticelab.bench.report import write_results
+        path = write_results("window", device, cases, out_dir=args.out_dir or str(RESULTS_DIR))
+        print(f"wrote {path}")
+    return 0
