@@ -21,6 +21,7 @@ import platform
 import re
 from pathlib import Path
 
+import PySide6
 from PySide6 import QtCore, QtGui, QtWidgets
 
 import latticelab
@@ -77,7 +78,7 @@ def about_rows(window) -> dict[str, str]:
         rows.update(cuda_info())
     rows.update(opengl_info(window.lattice_canvas))
     rows.update({"Python": f"{platform.python_version()} ({platform.python_implementation()})",
-                 "Qt": QtCore.qVersion(), "PySide6": _version("PySide6"), "VisPy": vispy.__version__,
+                 "Qt": QtCore.qVersion(), "PySide6": PySide6.__version__, "VisPy": vispy.__version__,
                  "NumPy": numpy.__version__, "Platform": f"{platform.system()} {platform.release()} "
                                                           f"({QtGui.QGuiApplication.platformName()})"})
     return rows

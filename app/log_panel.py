@@ -86,6 +86,23 @@ class MessagesPanel(QtWidgets.QDockWidget):
         self.table.setRowCount(0)
 
 
+STATUS_HINT = " ... (in full: View > Messages)"
+
+
+def status_text(bar: QtWidgets.QStatusBar, text: str) -> str:
+    """``text`` as it fits the status bar's free space (beside its permanent labels); a text cut to fit ends
+    with a pointer to the Messages dock, so a long warning is never silently cut."""
+    metrics = bar.fontMetrics()
+    direct = QtCore.Qt.FindChildOption.FindDirectChildrenOnly
+    taken = sum(w.width() for w in bar.findChildren(QtWidgets.QWidget, options=direct) if w.isVisible())
+    free = max(bar.width() - taken - 24, 240)     # 24: margins; never less than a useful stub
+    if "\n" not in text and metrics.horizontalAdvance(text) <= free:
+        return text
+    room = free - metrics.horizontalAdvance(STATUS_HINT)
+    cut = metrics.elidedText(" ".join(text.split()), QtCore.Qt.TextElideMode.ElideRight, room)
+    return cut.rstrip("\u2026").rstrip() + STATUS_HINT
+
+
 def install(window, area=QtCore.Qt.DockWidgetArea.BottomDockWidgetArea) -> MessagesPanel:
     """Add the (hidden) Messages dock to ``window``, as ``window.log_panel``; ``show_message`` feeds it."""
     panel = MessagesPanel(window)

@@ -48,7 +48,6 @@ GPU_FRAME_PERIOD_S = 1 / 60   # on a CUDA device: frames paced at 60/s, the rest
 MIN_STEP_BUDGET_S = 0.002
 PLOT_INTERVAL_S = 0.25       # the plots redraw at most this often
 STATUS_INTERVAL_S = 0.5
-STATUS_TEXT_LIMIT = 160      # longer messages are cut in the status bar; the Messages dock has them whole
 EXPORT_KINDS = {
     "view": "Lattice view as shown, at the canvas's pixel size (*.png)",
     "cells": "Lattice cells, one pixel per cell; 3D unfolded (*.png)",
@@ -295,8 +294,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if error:
             self.last_error = text
             log.warning(text)
-        shown = text if len(text) <= STATUS_TEXT_LIMIT else f"{text[:STATUS_TEXT_LIMIT]}... (in full: View > Messages)"
-        self.statusBar().showMessage(shown, 12000 if error else 5000)
+        self.statusBar().showMessage(log_panel.status_text(self.statusBar(), text), 12000 if error else 5000)
         panel = getattr(self, "log_panel", None)     # the Messages dock (app/log_panel.py) keeps them all
         if panel is not None:
             panel.add(text, "error" if error else "info")

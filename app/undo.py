@@ -106,7 +106,7 @@ def install(window) -> UndoHistory:
     window.undo_history = history
     undo = history.stack.createUndoAction(window, "Undo")
     undo.setObjectName("undo_action")
-    undo.setShortcuts(QtGui.QKeySequence.StandardKey.Undo)
+    undo.setShortcut(QtGui.QKeySequence("Ctrl+Z"))
     redo = history.stack.createRedoAction(window, "Redo")
     redo.setObjectName("redo_action")
     redo.setShortcuts([QtGui.QKeySequence("Ctrl+Shift+Z"), QtGui.QKeySequence("Ctrl+Y")])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 
+import PySide6
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from gui_helpers import activate, answer_next_dialog, choose, type_into
@@ -48,7 +49,8 @@ def test_help_menu_about_shortcuts_and_usage(make_window, qtbot):
     assert "NumPy (CPU)" in text and "Device" in text
     renderer = help_menu.opengl_info(window.lattice_canvas)["OpenGL renderer"]
     assert renderer and f"OpenGL renderer\t{renderer}" in text.replace("\n", "\t")
-    for version in (platform.python_version(), QtCore.qVersion(), importlib.metadata.version("vispy")):
+    for version in (platform.python_version(), QtCore.qVersion(), PySide6.__version__,
+                    importlib.metadata.version("vispy")):
         assert version in text
 
     # Keyboard shortcuts: generated from the window's actions, so one added now is listed too

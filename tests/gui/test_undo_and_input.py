@@ -10,6 +10,7 @@ from PySide6 import QtCore
 from gui_helpers import activate, choose, type_into
 
 from latticelab.app.form import _parse_number
+from latticelab.sim.models import get_model
 
 
 @pytest.mark.parametrize("text, kind, expected", [
@@ -113,6 +114,7 @@ def test_undo_of_a_dimension_switch_restores_size_and_temperature_in_one_step(ma
 def test_undo_history_starts_again_after_switching_the_model(make_window):
     window = make_window(dim=2, L=16, T=2.2)
     type_into(window.controls.field("T").box, "1.9")
+    window.prefs.set_model_values("cahn-hilliard", get_model("cahn-hilliard").Params.create(L=16))  # small
     assert window.switch_model("cahn-hilliard"), window.last_error
     window.edit_menu.aboutToShow.emit()
     assert not window.undo_action.isEnabled()
