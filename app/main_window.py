@@ -547,10 +547,18 @@ class MainWindow(QtWidgets.QMainWindow):
             limit = self.steps_per_frame
             if self._step_target is not None:
                 limit = min(limit, self._step_target - self.model.step_count)
+            shown_first = False
             if limit > 0:
                 # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
                 budget = self._step_budget() if self.adaptive and self._step_target is None else None
-                self.field_view.before_step()
+                if budget is not None and self.model.backend_name == "cuda":
+                    # Draw what the last frame computed, then launch this frame's steps: the device sweeps
+                    # while the host draws (the texture is written before the sweeps in the stream, so the
+                    # draw waits for nothing of them). The picture is one frame behind the simulation.
+                    self._refresh_view()
+                    shown_first = True
+                else:
+                    self.field_view.before_step()
                 if wants_background(self.model, self.runner.seconds_per_step, FRAME_BUDGET_S):
                     self.stepper.start(self.model, self.runner.steps_for(limit, budget))
                     self._show_background_work()
@@ -562,7 +570,10 @@ class MainWindow(QtWidgets.QMainWindow):
                         self._stop_on_error(exc)
                     self._pace(stepping, time.perf_counter())
             if not self.stepper.busy:
-                self._after_steps()
+                self._after_steps(refresh=not shown_first)
+        elif not self.stepper.busy:
+            self.runner.collect(wait=True)   # paused: the last frame's observables,
+            self._refresh_view()             # and its state (a no-op when it is already shown)
         now = time.perf_counter()
         if now - self._last_plot >= PLOT_INTERVAL_S:
             self._update_plots()
@@ -595,8 +606,9 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.timer.interval() != interval:
             self.timer.setInterval(interval)
 
-    def _after_steps(self) -> None:
-        self._refresh_view()
+    def _after_steps(self, refresh: bool = True) -> None:
+        if refresh:
+            self._refresh_view()
         if self._step_target is not None and self.model.step_count >= self._step_target:
             self._finish_target()
 

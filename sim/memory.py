@@ -183,3 +183,18 @@ def check_fits(model_cls, params, backend) -> int | None:
 
 def _gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**28 else f"{n / 2**20:.0f} MiB"
+
+
+def check_change_fits(model_cls, old_params, new_params, backend, parameter: str) -> None:
+    """For a live change of a running model (the Ising model's p, the algorithm): refuse, naming ``parameter``,
+    when the new plan needs more memory than the old one by more than is free. The running model's own arrays
+    are already allocated, so only the difference has to fit."""
+    backend = _resolve(backend)
+    old = model_cls.estimate_bytes(old_params, backend.name)
+    new = model_cls.estimate_bytes(new_params, backend.name)
+    if old is None or new is None or new <= old:
+        return
+    have = available_bytes(backend)
+    if new - old > have:
+        raise ParameterError(parameter, f"this change needs about {_gib(new - old)} more memory and "
+                                        f"{_gib(have)} is free; the model keeps its current value")

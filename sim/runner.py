@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from latticelab.sim.backend import select_backend
+from latticelab.sim.memory import check_change_fits
 from latticelab.sim.models import get_model
 from latticelab.sim.params import ModelParams, ParameterError
 
@@ -178,6 +179,8 @@ class Runner:
             return "rebuild"
         live = {k: getattr(new, k) for k in changed if schema.fields()[k]["applies"] == "live"}
         if live:
+            # a live change can need more memory (a larger p rewires more links): refuse it before allocating
+            check_change_fits(self.model_class, current, new, self.model.backend_name, next(iter(live)))
             self.model.update(**live)
             self.state_version += 1
         for k in changed:

@@ -128,3 +128,22 @@ def test_host_memory_without_psutil_reads_meminfo(monkeypatch):
     physical = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     meminfo = memory._meminfo_available() or 0
     assert 0 < memory.host_available_bytes() <= max(physical, meminfo)
+
+
+def test_a_live_change_that_needs_more_memory_than_is_free_is_refused_by_name(monkeypatch):
+    """Runner.set checks a live change's extra memory (here p from 0 to 1 on the Ising model, whose rewired
+    links then take far more than the lattice) against what is free, and keeps the model as it was."""
+    from latticelab.sim import memory
+    from latticelab.sim.runner import Runner
+    runner = Runner("ising", {"dim": 2, "L": 64, "p": 0.0, "algorithm": "metropolis"}, backend="numpy")
+    model = runner.model
+    old = type(model).estimate_bytes(model.params, "numpy")
+    new = type(model).estimate_bytes(model.params.replace(p=1.0), "numpy")
+    assert new > old
+    monkeypatch.setattr(memory, "available_bytes", lambda backend: (new - old) // 2)
+    with pytest.raises(ParameterError, match="^p: .*more memory"):
+        runner.set(p=1.0)
+    assert runner.model is model and model.params.p == 0.0
+    monkeypatch.setattr(memory, "available_bytes", lambda backend: 2 * (new - old))
+    runner.set(p=1.0)
+    assert runner.model.params.p == 1.0
