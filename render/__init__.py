@@ -1,4 +1,4 @@
 """VisPy views of the simulations: take NumPy/CuPy arrays, draw through shaders; no Qt widgets here."""
-from latticelab.render import text_kernel as _text_kernel
+from latticelab.render import vispy_speedups as _vispy_speedups
 
-_text_kernel.install()
+_vispy_speedups.install()

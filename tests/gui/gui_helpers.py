@@ -9,7 +9,7 @@ def activate(qtbot, window) -> None:
     from PySide6 import QtWidgets
 
     window.activateWindow()
-    qtbot.waitUntil(lambda: QtWidgets.QApplication.activeWindow() is window, timeout=3000)
+    qtbot.waitUntil(lambda: QtWidgets.QApplication.activeWindow() is window, timeout=15000)
 
 
 def answer_next_dialog(qtbot, button_text: str, found: list | None = None):

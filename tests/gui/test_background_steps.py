@@ -53,17 +53,17 @@ def test_the_window_answers_while_a_step_is_computed(make_window, qtbot, held_st
     release = held_steps(window)
     before = window.model.step_count
     window.set_running(True)
-    qtbot.waitUntil(lambda: window.stepper.busy, timeout=3000)
+    qtbot.waitUntil(lambda: window.stepper.busy, timeout=15000)
 
     ticks = []
     from PySide6 import QtCore, QtWidgets
     probe = QtCore.QTimer(interval=5)
     probe.timeout.connect(lambda: ticks.append(1))
     probe.start()
-    qtbot.waitUntil(lambda: len(ticks) >= 5, timeout=3000)     # the event loop runs while the step is held
+    qtbot.waitUntil(lambda: len(ticks) >= 5, timeout=15000)     # the event loop runs while the step is held
     menu = window.menuBar().actions()[0].menu()
     menu.popup(window.mapToGlobal(QtCore.QPoint(10, 10)))
-    qtbot.waitUntil(menu.isVisible, timeout=3000)              # a menu opens
+    qtbot.waitUntil(menu.isVisible, timeout=15000)              # a menu opens
     menu.close()
     assert "computing" in window.status_labels["steps_per_s"].text()
     assert window.model.step_count == before                   # nothing committed yet
@@ -75,11 +75,11 @@ def test_the_window_answers_while_a_step_is_computed(make_window, qtbot, held_st
     assert window.model.params.T == 2.0
 
     release.set()
-    qtbot.waitUntil(lambda: window.model.step_count > before, timeout=5000)
-    qtbot.waitUntil(lambda: window.model.params.T == 3.5, timeout=5000)
+    qtbot.waitUntil(lambda: window.model.step_count > before, timeout=15000)
+    qtbot.waitUntil(lambda: window.model.params.T == 3.5, timeout=15000)
     probe.stop()
     window.set_running(False)
-    qtbot.waitUntil(lambda: not window.stepper.busy, timeout=5000)
+    qtbot.waitUntil(lambda: not window.stepper.busy, timeout=15000)
     times, values = window.runner.history.arrays()
     assert times[-1] == window.model.step_count and np.isfinite(values["energy"][-1])
 
@@ -89,11 +89,11 @@ def test_a_save_asked_for_during_a_step_is_written_after_it(make_window, qtbot, 
     window = make_window(L=16, T=2.0)
     release = held_steps(window)
     window.set_running(True)
-    qtbot.waitUntil(lambda: window.stepper.busy, timeout=3000)
+    qtbot.waitUntil(lambda: window.stepper.busy, timeout=15000)
     window.set_running(False)
     path = tmp_path / "during.npz"
     assert window.save_state(path, confirm=False) is None and not path.exists()
     release.set()
-    qtbot.waitUntil(path.exists, timeout=5000)
+    qtbot.waitUntil(path.exists, timeout=15000)
     saved = load_state(path, backend="numpy")
     assert saved.step_count == window.model.step_count >= 1

@@ -16,7 +16,7 @@ from latticelab.app import help_menu
 def _open_menu(qtbot, window, menu: QtWidgets.QMenu) -> dict[str, QtGui.QAction]:
     """Pop ``menu`` up as a click on the menu bar would, and return its actions by text."""
     menu.popup(window.mapToGlobal(QtCore.QPoint(40, 40)))
-    qtbot.waitUntil(menu.isVisible, timeout=3000)
+    qtbot.waitUntil(menu.isVisible, timeout=15000)
     actions = {a.text().replace("&", ""): a for a in menu.actions() if not a.isSeparator()}
     menu.hide()
     return actions

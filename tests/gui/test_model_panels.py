@@ -33,7 +33,7 @@ def cortex_window(make_window, qtbot):
     window.prefs.set_model_values("cortex", cortex.Params.create(**SMALL_CORTEX))
     assert window.switch_model("cortex")
     assert window.model.shape == (16, 16)
-    qtbot.waitUntil(lambda: window.signal_panel.on_screen(), timeout=3000)
+    qtbot.waitUntil(lambda: window.signal_panel.on_screen(), timeout=15000)
     return window
 
 
@@ -63,7 +63,7 @@ def test_signal_dock_draws_the_eeg_and_its_qeeg(make_window, qtbot):
     assert panel.last_error == ""
     # back to the Ising model: no signal, no dock
     assert window.switch_model("ising")
-    qtbot.waitUntil(lambda: not panel.isVisible(), timeout=3000)
+    qtbot.waitUntil(lambda: not panel.isVisible(), timeout=15000)
     assert not window.coarsening_panel.isVisible()
 
 
@@ -78,7 +78,7 @@ def test_click_picks_a_neuron_and_boost_changes_the_effective_parameters(make_wi
     qtbot.mouseClick(window.lattice_canvas.native, QtCore.Qt.MouseButton.LeftButton,
                      pos=QtCore.QPoint(int(x), int(y)))
     index = row * 16 + column
-    qtbot.waitUntil(lambda: window.model.probe == index, timeout=3000)
+    qtbot.waitUntil(lambda: window.model.probe == index, timeout=15000)
     window.runner.advance(20)
     panel.refresh(force=True)
     info = window.model.probe_info(index)
@@ -98,7 +98,7 @@ def test_click_picks_a_neuron_and_boost_changes_the_effective_parameters(make_wi
     qtbot.wait(30)
     assert window.model.params.boost_fraction == 0.1           # still on: 50 steps
     window.runner.advance(1)
-    qtbot.waitUntil(lambda: not panel.impulse_active, timeout=3000)
+    qtbot.waitUntil(lambda: not panel.impulse_active, timeout=15000)
     assert window.model.params.boost_fraction == 0.0
     assert panel.effective_text()["boost (mean input)"] == ("10", "0")
     # a drug factor through the window's parameter path: the table shows the base and the effective value
@@ -121,13 +121,13 @@ def test_coarsening_exponent_of_a_power_law():
 def test_coarsening_dock_fits_and_draws(make_window, qtbot):
     window = make_window(model="cahn-hilliard", dim=2, L=16)
     panel = window.coarsening_panel
-    qtbot.waitUntil(lambda: panel.isVisible(), timeout=3000)
+    qtbot.waitUntil(lambda: panel.isVisible(), timeout=15000)
     assert not window.signal_panel.isVisible()
     assert not panel.interface_box.isEnabled()          # 2D: no interface surface
     panel.show()
     panel.raise_()
     window.runner.advance(20)
-    qtbot.waitUntil(lambda: len(panel.record.t) >= 3, timeout=3000)
+    qtbot.waitUntil(lambda: len(panel.record.t) >= 3, timeout=15000)
     times, values = window.runner.history.arrays()
     assert panel.record.t[-1] == pytest.approx(times[-1]) and panel.record.value[-1] == values["length"][-1]
     # a synthetic Lifshitz-Slyozov series from a later time on
@@ -145,7 +145,7 @@ def test_interface_surface_lies_on_phi_zero(make_window, qtbot):
 
     window = make_window(model="cahn-hilliard", dim=3, L=16)
     panel = window.coarsening_panel
-    qtbot.waitUntil(lambda: panel.isVisible(), timeout=3000)
+    qtbot.waitUntil(lambda: panel.isVisible(), timeout=15000)
     panel.show()
     panel.raise_()
     window.runner.advance(5)

@@ -146,7 +146,7 @@ def test_the_status_bar_names_the_cell_under_the_mouse_and_its_spin(ising_window
         xy = window.field_view.world_to_canvas([[column + 0.5, row + 0.5]])[0]
         qtbot.mouseMove(window.lattice_canvas.native, QtCore.QPoint(int(xy[0]), int(xy[1])))
         expected = f"x={column}  y={row}   spins={int(spins[row, column]):+d}"
-        qtbot.waitUntil(lambda: label.text() == expected, timeout=3000)
+        qtbot.waitUntil(lambda: label.text() == expected, timeout=15000)
     outside_cells = window.field_view.world_to_canvas([[-3.0, 10.0]])[0]
     assert window.hover_readout.show_cell_at(outside_cells) == "" and label.text() == ""
 
@@ -231,7 +231,7 @@ def _spectrum_on_screen(window, qtbot):
     panel = window.spectral_panel
     panel.show()
     panel.raise_()
-    qtbot.waitUntil(panel.on_screen, timeout=5000)
+    qtbot.waitUntil(panel.on_screen, timeout=15000)
     qtbot.waitUntil(lambda: not panel.computing, timeout=30000)
     return panel
 
@@ -265,7 +265,7 @@ def test_the_spectrum_is_computed_off_the_gui_thread_one_job_at_a_time(ising_win
         timer.start()
         qtbot.waitUntil(lambda: entered.is_set() and len(ticks) >= 5, timeout=10000)   # the GUI thread runs on
         assert panel.computing
-        qtbot.waitUntil(lambda: window.statusBar().currentMessage() == spectral_panel.BUSY_TEXT, timeout=5000)
+        qtbot.waitUntil(lambda: window.statusBar().currentMessage() == spectral_panel.BUSY_TEXT, timeout=15000)
         assert not panel.request(force=True) and panel.jobs_started == started + 1     # one job in flight
         release.set()
         qtbot.waitUntil(lambda: not panel.computing, timeout=30000)

@@ -117,11 +117,11 @@ def test_exports_reload_equal_and_never_overwrite(qtbot, tmp_path):
 def test_panel_is_idle_behind_the_plots_tab_and_catches_up_when_shown(qtbot):
     window, panel = open_window(qtbot, dim=2, L=32)
     window.plot_dock.raise_()
-    qtbot.waitUntil(lambda: not panel.on_screen(), timeout=3000)
+    qtbot.waitUntil(lambda: not panel.on_screen(), timeout=15000)
     window.model.step(3)
     assert not panel.refresh(force=True), "computed while hidden behind the plots tab"
     panel.raise_()
-    qtbot.waitUntil(lambda: panel._shown_step == window.model.step_count, timeout=3000)
+    qtbot.waitUntil(lambda: panel._shown_step == window.model.step_count, timeout=15000)
 
 
 def test_panel_leaves_the_lattice_most_of_the_window(qtbot):

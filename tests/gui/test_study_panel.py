@@ -34,7 +34,7 @@ def show_panel(window, qtbot) -> StudyPanel:
     assert panel.plot is None            # made when the dock is first shown
     panel.show()
     panel.raise_()
-    qtbot.waitUntil(lambda: panel.plot is not None and panel.canvas.native.isVisible())
+    qtbot.waitUntil(lambda: panel.plot is not None and panel.canvas.native.isVisible(), timeout=15000)
     return panel
 
 

@@ -102,22 +102,26 @@ struct MultispinParams {
 // a frame's sweeps, for the highlight); bit 3 measure this sweep into totals slot flags >> 4.
 constexpr int MS_COLOUR = 1, MS_WRITE_FLIPS = 2, MS_UNION_FLIPS = 4, MS_MEASURE = 8, MS_SLOT_SHIFT = 4;
 
-// Sum a value over the block's threads and add it to *total: warp shuffles, then one atomic per block.
-// Every thread of the block must call it (blocks are whole warps: see the launch in gpu/engine.py).
-__device__ __forceinline__ void block_sum_into(long long value, unsigned long long* total)
+// Sum N values over the block's threads and add them to total[0 .. N-1]: warp shuffles, then one atomic per
+// value per block. Every thread of the block must call it (blocks are whole warps: see gpu/engine.py).
+template <int N>
+__device__ __forceinline__ void block_sums_into(long long (&values)[N], unsigned long long* total)
 {
-    __shared__ long long partial[32];
+    __shared__ long long partial[N][32];
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_down_sync(0xffffffffu, value, offset);
+    for (int k = 0; k < N; ++k)
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) values[k] += __shfl_down_sync(0xffffffffu, values[k], offset);
     const int thread = threadIdx.y * blockDim.x + threadIdx.x, warps = (blockDim.x * blockDim.y) >> 5;
-    if ((thread & 31) == 0) partial[thread >> 5] = value;
+    if ((thread & 31) == 0)
+#pragma unroll
+        for (int k = 0; k < N; ++k) partial[k][thread >> 5] = values[k];
     __syncthreads();
-    if (thread == 0) {
+    if (thread < N) {
         long long sum = 0;
-        for (int i = 0; i < warps; ++i) sum += partial[i];
-        if (sum) atomicAdd(total, (unsigned long long)sum);
+        for (int i = 0; i < warps; ++i) sum += partial[thread][i];
+        if (sum) atomicAdd(total + thread, (unsigned long long)sum);
     }
-    __syncthreads();
 }
 
 // One half-sweep (one colour) of the packed lattice. With MS_MEASURE, the sweep's observables are reduced in the
@@ -228,10 +232,12 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         if (colour == 1) {
             // a colour-1 word: 32 sites with 2 dim lattice edges each; with its "same" word, 64 spins
             const long long sites = (w < W && y < L) ? 32 : 0;
-            block_sum_into(2 * DIM * sites - 2 * unlike_pairs, slot);
-            block_sum_into(2 * sites - 2 * down_spins, slot + 1);
+            long long sums[3] = {2 * DIM * sites - 2 * unlike_pairs, 2 * sites - 2 * down_spins, flipped};
+            block_sums_into<3>(sums, slot);
+        } else {
+            long long sums[1] = {flipped};
+            block_sums_into<1>(sums, slot + 2);
         }
-        block_sum_into(flipped, slot + 2);
     }
 }
 
@@ -247,7 +253,8 @@ __global__ void multispin_measure_rewired(const unsigned int* __restrict__ packe
         const int added = 1 - 2 * (int)(packed_bit(packed, e[2]) ^ packed_bit(packed, e[3]));
         bonds += added - removed;
     }
-    block_sum_into(bonds, totals + 3 * slot);
+    long long sums[1] = {bonds};
+    block_sums_into<1>(sums, totals + 3 * slot);
 }
 
 // int8 spins (C order) -> packed words; one thread per 64 sites of a row (both colours' words).

@@ -1,0 +1,138 @@
+"""Two costs VisPy pays again and again that latticelab's windows feel: both fixed by caching, behaviour unchanged.
+
+1. Text: every ``TextVisual`` sets its font's 16 x 1024 RGBA spatial-filter kernel as a sampler on each draw
+   (``program['u_kernel'] = font._kernel``, a NumPy array), and a program given an array for a sampler that
+   already holds a texture re-uploads it (vispy/gloo/program.py). A plot dock with a dozen labels and axes sent
+   17 such uploads (about 1 MiB) per redraw, measured. Each font now gets its kernel as a ``gloo.Texture2D``
+   made once -- the texture VisPy would make from the array, with its default sampling.
+2. Shaders: ``Program._parse_variables_from_code`` runs a dozen regular expressions over the whole GLSL source
+   every time a program is (re)built; the window builds about a hundred programs, most with identical sources,
+   which took 1.8 of the 7 s of opening a window on a software renderer (cProfile). The parse depends only on
+   the source text, so its result is kept per source.
+
+3. Glyphs: each text visual has its own font, which loads every glyph it meets through FreeType (copying the
+   bitmap byte by byte into a Python list: 3 ms a glyph) and renders it to a signed distance field on the CPU
+   (about 4 ms); one window meets 146 glyphs: 1.1 s. Both depend only on (face, size, character) and on
+   (bitmap, stored size), so they are kept for the process; each font still computes its kerning pairs and
+   stores the field in its own atlas.
+
+``install()`` is idempotent and runs when ``latticelab.render`` is imported.
+"""
+from __future__ import annotations
+
+import numpy as np
+import vispy.gloo.program as gloo_program
+import vispy.visuals.text.text as vispy_text
+from vispy import gloo
+
+_MARK = "_latticelab_cached"
+_PARSED: dict[str, dict] = {}
+
+
+def install() -> None:
+    _install_font_kernel_texture()
+    _install_parse_cache()
+    _install_glyph_cache()
+
+
+class _Capture:
+    """Stands in for the atlas texture to catch the bitmap VisPy's renderer writes into it."""
+    value = None
+
+    def __setitem__(self, where, value):
+        self.value = np.array(value)
+
+
+_GLYPHS: dict[tuple, np.ndarray] = {}
+_LOADED: dict[tuple, dict] = {}
+
+
+def _install_glyph_cache() -> None:
+    _install_sdf_cache()
+    loader = vispy_text._load_glyph
+    if getattr(loader, _MARK, False) or not loader.__module__.endswith("_freetype"):
+        return
+    from vispy.util.fonts._freetype import _load_font
+
+    def _load_glyph(font, char, glyphs):
+        key = (font["face"], font["bold"], font["italic"], font["size"], char)
+        loaded = _LOADED.get(key)
+        if loaded is None:
+            alone = {}
+            loader(font, char, alone)        # VisPy's own loading, without the kerning of other glyphs
+            loaded = _LOADED[key] = {k: v for k, v in alone[char].items() if k != "kerning"}
+        glyph = dict(loaded, kerning={})
+        glyphs[char] = glyph
+        face = _load_font(font["face"], font["bold"], font["italic"])
+        face.set_char_size(font["size"] * 64)
+        for other_char, other in glyphs.items():     # kerning both ways with the glyphs this font has
+            glyph["kerning"][other_char] = face.get_kerning(other_char, char).x / 64.0
+            other["kerning"][char] = face.get_kerning(char, other_char).x / 64.0
+
+    setattr(_load_glyph, _MARK, True)
+    vispy_text._load_glyph = _load_glyph
+
+
+def _install_sdf_cache() -> None:
+    renderer_class = vispy_text.SDFRendererCPU
+    if getattr(renderer_class.render_to_texture, _MARK, False):
+        return
+    original = renderer_class.render_to_texture
+
+    def render_to_texture(self, data, texture, offset, size):
+        key = (data.shape, tuple(size), data.tobytes())
+        bitmap = _GLYPHS.get(key)
+        if bitmap is None:
+            capture = _Capture()
+            original(self, data, capture, (0, 0), size)
+            bitmap = _GLYPHS[key] = capture.value
+        texture[offset[1]:offset[1] + size[1], offset[0]:offset[0] + size[0], :] = bitmap
+
+    setattr(render_to_texture, _MARK, True)
+    renderer_class.render_to_texture = render_to_texture
+
+
+def _install_font_kernel_texture() -> None:
+    font_class = vispy_text.TextureFont
+    if getattr(font_class.__init__, _MARK, False):
+        return
+    original = font_class.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        kernel = getattr(self, "_kernel", None)
+        if isinstance(kernel, np.ndarray):
+            self._kernel = gloo.Texture2D(kernel)
+
+    setattr(__init__, _MARK, True)
+    font_class.__init__ = __init__
+
+
+def _parse_original(program) -> dict:
+    """VisPy's own parse of ``program``'s sources, bypassing the cache (for tests)."""
+    _ORIGINAL_PARSE(program, update_variables=False)
+    return dict(program._code_variables)
+
+
+_ORIGINAL_PARSE = gloo_program.Program._parse_variables_from_code
+
+
+def _install_parse_cache() -> None:
+    program_class = gloo_program.Program
+    if getattr(program_class._parse_variables_from_code, _MARK, False):
+        return
+    original = program_class._parse_variables_from_code
+
+    def _parse_variables_from_code(self, update_variables=True):
+        source = "\n\n".join(shader.code for shader in self._shaders)
+        parsed = _PARSED.get(source)
+        if parsed is None:
+            original(self, update_variables=False)
+            _PARSED[source] = dict(self._code_variables)
+        else:
+            self._code_variables = dict(parsed)
+        if update_variables:
+            self._process_pending_variables()
+
+    setattr(_parse_variables_from_code, _MARK, True)
+    program_class._parse_variables_from_code = _parse_variables_from_code

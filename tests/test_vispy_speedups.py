@@ -1,0 +1,57 @@
+"""render/vispy_speedups.py caches what VisPy recomputes; these check that the cached results are the ones VisPy
+computes itself (parsed shader variables, glyph bitmaps and kerning) and that text draws the same pixels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import latticelab.render  # noqa: F401  (installs the speedups)
+from latticelab.render import vispy_speedups
+
+from helpers import scene_canvas
+
+
+def test_parsed_shader_variables_equal_vispys_own_parse():
+    from vispy import gloo
+    vertex = "uniform mat4 u_m; attribute vec2 a_pos; varying float v_x; // uniform float commented\n" \
+             "void main() { v_x = a_pos.x; gl_Position = u_m * vec4(a_pos, 0.0, 1.0); }"
+    fragment = "uniform vec4 u_colour[3]; varying float v_x; void main() { gl_FragColor = u_colour[1] * v_x; }"
+    first, second = gloo.Program(vertex, fragment), gloo.Program(vertex, fragment)   # second: from the cache
+    original = vispy_speedups._parse_original(gloo.Program(vertex, fragment))
+    assert first._code_variables == second._code_variables == original
+    assert "u_colour[2]" in original and "commented" not in str(original)
+
+
+def test_glyphs_from_the_cache_equal_vispys_and_keep_their_kerning():
+    import vispy.visuals.text.text as vispy_text
+    from vispy.util.fonts._freetype import _load_glyph as vispy_load
+    font = {"face": "OpenSans", "bold": False, "italic": False, "size": 7}
+    ours, theirs = {}, {}
+    for char in "AVAW7":
+        if char not in ours:
+            vispy_text._load_glyph(font, char, ours)
+            vispy_load(font, char, theirs)
+    for char, glyph in theirs.items():
+        np.testing.assert_array_equal(ours[char]["bitmap"], glyph["bitmap"])
+        assert ours[char]["offset"] == glyph["offset"] and ours[char]["advance"] == glyph["advance"]
+        assert ours[char]["kerning"] == glyph["kerning"], char
+
+
+def test_text_draws_the_same_pixels_with_cached_glyphs_and_kernel_texture():
+    from vispy import scene
+    canvas = scene_canvas(160)
+    view = canvas.central_widget.add_view()
+    view.camera = scene.PanZoomCamera(rect=(0, 0, 1, 1))
+    scene.visuals.Text("Ising 2.269 AV", color="white", font_size=14, pos=(0.5, 0.5), parent=view.scene)
+    first = canvas.render(alpha=False)
+    assert (first[..., :3] > 128).sum() > 50                                     # the text is drawn
+    scene.visuals.Text("Ising 2.269 AV", color="white", font_size=14, pos=(0.5, 0.5), parent=view.scene)
+    again = canvas.render(alpha=False)                                           # a second font, from the caches
+    assert (again[..., :3] > 0).sum() >= (first[..., :3] > 0).sum()
+    view.scene.children[-1].parent = None
+    np.testing.assert_array_equal(canvas.render(alpha=False), first)
+    import vispy.visuals.text.text as vispy_text
+    font = vispy_text.FontManager().get_font("OpenSans")
+    from vispy import gloo
+    assert isinstance(font._kernel, gloo.Texture2D)
+    canvas.close()
