@@ -56,7 +56,8 @@ class RawModule:
         digest = hashlib.sha256((source + HEADER.read_text()).encode()).hexdigest()[:20]
         library = _cache_dir() / f"kernels-{digest}.so"
         if not library.exists():
-            src = library.with_suffix(".cpp")
+            # per-process names, renamed into place: parallel test workers may build the same kernels at once
+            src = library.with_suffix(f".{os.getpid()}.cpp")
             src.write_text(source)
             tmp = library.with_suffix(f".{os.getpid()}.tmp")
             cmd = [cxx, "-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-Wno-unknown-pragmas",
@@ -65,6 +66,7 @@ class RawModule:
             if done.returncode:
                 raise RuntimeError(f"emulator build failed:\n{done.stderr[-6000:]}")
             os.replace(tmp, library)
+            src.unlink(missing_ok=True)
         self._library = ctypes.CDLL(str(library))
         self.launches = 0
 
