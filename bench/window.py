@@ -96,6 +96,25 @@ def latency(window, probe, temperatures, repeats: int = 5) -> float:
     return statistics.median(samples) if samples else float("nan")
 
 
+def view_check(window, args, tag: str) -> dict:
+    """That the frames counted really drew the lattice: the share of the view's pixels that are not the
+    background, and of those, how many distinct colours (a drawn lattice of random spins has several); the
+    window is saved as window-<tag>.png beside the results."""
+    import numpy as np
+    from latticelab.render import palette
+    from latticelab.sim import io
+    image = window.capture("view")
+    background = np.asarray(palette.rgba_bytes(palette.BACKGROUND)[:3])
+    drawn = np.abs(image[..., :3].astype(int) - background).sum(axis=2) > 6
+    colours = len(np.unique(image[drawn][:, :3], axis=0)) if drawn.any() else 0
+    out_dir = args.out_dir or "."
+    try:
+        io.write_png(f"{out_dir}/window-{tag}.png", window.capture("window"), overwrite=True)
+    except Exception as exc:   # the check itself still stands
+        print(f"could not save the window image: {exc}")
+    return {"drawn_fraction": float(drawn.mean()), "colours": int(colours)}
+
+
 def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict:
     from latticelab.sim.models import get_model
     T = 2.0 if dim == 2 else 4.0
@@ -136,6 +155,7 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
                 "ratio_to_headless": steps / seconds / rates["step_n"],
                 "median_frame_ms": 1000 * statistics.median(gaps) if gaps else float("nan"),
                 "longest_frame_ms": 1000 * max(gaps, default=float("nan"))}
+    adaptive["view"] = view_check(window, args, f"{dim}d")
     window.steps_per_frame = best["sweeps_per_frame"]
     window.adaptive = False
     ms = latency(window, probe, (T * 1.2, T * 0.8))
@@ -208,7 +228,8 @@ def main(args) -> int:
               f" of headless; adaptive {c['adaptive']['sweeps_per_s']:,.0f} sweeps/s "
               f"({c['adaptive']['ratio_to_headless']:.0%}) at {c['adaptive']['frames_per_s']:.1f} frames/s (median "
               f"frame {c['adaptive']['median_frame_ms']:.1f} ms, longest {c['adaptive']['longest_frame_ms']:.1f} ms);"
-              f" slider to screen {c['slider_to_screen_ms']:.1f} ms")
+              f" slider to screen {c['slider_to_screen_ms']:.1f} ms; view drawn on "
+              f"{c['adaptive']['view']['drawn_fraction']:.0%} of its pixels, {c['adaptive']['view']['colours']} colours")
         for r in c["ladder"]:
             print(f"{'':>14}{r['sweeps_per_frame']:>5} per frame: {r['frames_per_s']:6.1f} frames/s "
                   f"{r['sweeps_per_s']:>10,.0f} sweeps/s")
