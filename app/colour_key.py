@@ -1,5 +1,6 @@
 """The colour key over the lattice view (render/legend.py: LegendOverlay) and the View menu's action that shows
-or hides it. ``install(window)`` is the one line the main window needs."""
+or hides it. ``install(window)`` is the one line the main window needs; ``shown`` and ``restore`` let the window
+remember the choice between sessions (setting ``view/legend``, app/settings.py)."""
 from __future__ import annotations
 
 from PySide6 import QtGui, QtWidgets
@@ -46,3 +47,17 @@ def install(window) -> LegendOverlay:
         menu.aboutToShow.connect(lambda: _add_to(menu, action, getattr(window, "camera_action", None)))
     window.legend_overlay, window.legend_action = overlay, action
     return overlay
+
+
+def shown(window) -> bool:
+    """Whether the key is switched on (View > Show colour key); True for a window without one."""
+    action = getattr(window, "legend_action", None)
+    return True if action is None else action.isChecked()
+
+
+def restore(window, on: bool) -> None:
+    """Show or hide the key as a stored setting says (the action and the overlay together)."""
+    action = getattr(window, "legend_action", None)
+    if action is not None:
+        action.setChecked(bool(on))       # toggled -> the overlay follows (no signal when unchanged)
+        window.legend_overlay.visible = action.isChecked()

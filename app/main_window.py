@@ -244,6 +244,7 @@ class MainWindow(QtWidgets.QMainWindow):
                 widget.setChecked(p.get(key))
         with QtCore.QSignalBlocker(c.steps_per_frame):
             c.steps_per_frame.setValue(p.get("run/steps_per_frame"))
+        colour_key.restore(self, p.get("view/legend"))
         self.steps_per_frame = c.steps_per_frame.value()
         self.adaptive = c.adaptive.isChecked()
         c.set_geometry(self.model.shape)
@@ -269,6 +270,7 @@ class MainWindow(QtWidgets.QMainWindow):
         p.set("run/adaptive", self.adaptive)
         for key, value in self.controls.view_options().items():
             p.set(f"view/{key}", value)
+        p.set("view/legend", colour_key.shown(self))
         p.set("window/geometry", self.saveGeometry())
         p.set("window/state", self.saveState())
         p.sync()
@@ -375,7 +377,8 @@ class MainWindow(QtWidgets.QMainWindow):
             changes = self._variant_changes(name, value)
         changes.update(also or {})
         before = self.runner.params
-        slow = schema.fields().get(name, {}).get("applies") == "rebuild" or name in ("p", "rewire_dims")
+        # a wait cursor while a change that can take long is applied: a new model, or a field declared slow=True
+        slow = any(schema.is_slow(k) for k, v in changes.items() if getattr(before, k, None) != v)
         if slow:
             QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
         try:

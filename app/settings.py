@@ -72,6 +72,7 @@ SCHEMA = {
     "view/show_links": (_bool, False),
     "view/peel": (_peel, 0),
     "view/unfold": (_bool, False),
+    "view/legend": (_bool, True),         # the colour key over the lattice (app/colour_key.py)
     "folders/export": (_text, ""),
     "folders/state": (_text, ""),
 }

@@ -378,7 +378,9 @@ class SignalPanel(QtWidgets.QDockWidget):
     # ==== the impulse (Boost) ===================================================================
     def apply_impulse(self) -> bool:
         """Apply the model's impulse now through the window's parameter path (validated, shown in the form); it
-        is undone, each parameter back to its value before, once its steps have run."""
+        is undone, each parameter back to its value before, once its steps have run. An impulse leaves the
+        parameters as they were, so neither its changes nor their restoring enter the undo history (Edit menu):
+        Ctrl+Z after a Boost undoes the user's last own change."""
         model = self._model()
         if not isinstance(model, HasImpulse) or self._impulse is not None:
             return False
@@ -386,9 +388,9 @@ class SignalPanel(QtWidgets.QDockWidget):
         before = {name: getattr(self.window.runner.params, name) for name, _ in impulse.changes}
         applied = {}
         for name, value in impulse.changes:
-            if not self.window.set_parameter(name, value):
+            if not self.window.set_parameter(name, value, record=False):
                 for undo, old in applied.items():
-                    self.window.set_parameter(undo, old)
+                    self.window.set_parameter(undo, old, record=False)
                 return False
             applied[name] = before[name]
         self._impulse = (model.step_count, model.step_count + impulse.steps, applied, id(model))
@@ -413,7 +415,7 @@ class SignalPanel(QtWidgets.QDockWidget):
             self._impulse = None
             self.impulse_timer.stop()
             for name, old in applied.items():
-                self.window.set_parameter(name, old)
+                self.window.set_parameter(name, old, record=False)
             self.impulse_button.setEnabled(True)
             self.refresh(force=True)
 

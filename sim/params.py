@@ -36,13 +36,17 @@ class ParameterError(ValueError):
 
 
 def param(default: Any, *, label: str, help: str, unit: str = "", applies: Applies = "live",
-          widget: str | None = None, choices: tuple | None = None, cli: bool = True, **bounds) -> Any:
+          widget: str | None = None, choices: tuple | None = None, cli: bool = True, slow: bool = False,
+          **bounds) -> Any:
     """A schema field. ``bounds`` are pydantic's (ge, gt, le, lt); ``choices`` restricts the value to a list;
     ``widget`` names a custom GUI widget (app/form.py) instead of the one the type implies; ``cli=False``
-    keeps a field off the command line."""
+    keeps a field off the command line; ``slow=True`` says that applying a live change can take a noticeable
+    time (the Ising rewiring rebuilds the graph), so the window shows a wait cursor, as it does for every
+    "rebuild" field."""
     if applies not in APPLIES:
         raise ValueError(f"applies: must be one of {APPLIES}; got {applies!r}")
-    extra = {"label": label, "unit": unit, "applies": applies, "widget": widget, "choices": choices, "cli": cli}
+    extra = {"label": label, "unit": unit, "applies": applies, "widget": widget, "choices": choices, "cli": cli,
+             "slow": bool(slow)}
     return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
@@ -137,8 +141,16 @@ class ModelParams(pydantic.BaseModel):
     # ---- the schema as data -------------------------------------------------------------------------
     @classmethod
     def fields(cls) -> dict[str, dict]:
-        """name -> {label, help, unit, applies, widget, choices, cli, type, default, bounds} for every field."""
+        """name -> {label, help, unit, applies, widget, choices, cli, slow, type, default, bounds} for every
+        field."""
         return {name: field_info(cls, name) for name in cls.model_fields}
+
+    @classmethod
+    def is_slow(cls, name: str) -> bool:
+        """Whether a change of field ``name`` can take a noticeable time to apply: a new model is made
+        ("rebuild"), or the field says ``slow=True``. False for a name that is not a field."""
+        info = cls.fields().get(name)
+        return info is not None and (info["applies"] == "rebuild" or bool(info.get("slow")))
 
     @classmethod
     def names(cls, applies: str | None = None) -> tuple[str, ...]:

@@ -31,9 +31,9 @@ class IsingParams(ModelParams):
     T: float = param(DEFAULT_T[2], label="Temperature", help="temperature (> 0); default just below T_c",
                      unit="J/k_B", gt=0, widget="critical_temperature")
     p: float = param(0.0, label="Rewiring p", help="probability that an edge end is rewired, in [0, 1]",
-                     ge=0, le=1, widget="zero_log")
+                     ge=0, le=1, widget="zero_log", slow=True)     # a new graph is drawn: seconds at large L
     rewire_dims: str = param("all", label="Rewired dims", help="'all' or the axes a rewired end may move along, "
-                             "e.g. 'x', 'xy' (x is the horizontal axis)", widget="rewire_dims")
+                             "e.g. 'x', 'xy' (x is the horizontal axis)", widget="rewire_dims", slow=True)
     algorithm: str = param("metropolis", label="Algorithm", help="metropolis, wolff, swendsen-wang or a hybrid "
                            "m:w such as 8:1 (m sweeps, then w cluster flips)", widget="schedule")
     start: str = param("hot", label="Start", help="initial spins: hot (random) or cold (all up)",

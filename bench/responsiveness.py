@@ -1,0 +1,236 @@
+"""``latticelab bench responsiveness``: does the real window keep answering while slow work runs on the CPU?
+
+The slow cases of issue 16, each in the application's own window (app/main_window.py) on the NumPy backend:
+- Swendsen-Wang on a 2D L2^2 lattice, running (one step takes seconds at L = 2048: it runs on the window's
+  stepping worker, app/stepping.py);
+- the Spectrum dock (app/spectral_panel.py) shown on a 3D L3^3 lattice, with the simulation running and then
+  paused (one spectrum takes seconds at L = 128: it is computed on the dock's worker thread).
+For each case, over ``--seconds`` of the event loop it measures:
+- the longest gap between two ticks of the window's frame loop (its QTimer, 15 ms apart when all is well;
+  paused, the loop is idle by design and no frame gap is reported);
+- the longest gap between two firings of a separate ``--tick-ms`` QTimer: the longest time the event loop was
+  not running, whatever held it (a draw, a step, a copy, Python's GIL held by a worker);
+- the steps committed to the model in that time, the lattice draws (and the longest), the spectra shown;
+- whether a menu (Help) opens when asked halfway through, and how late the request was served.
+Timings depend on what else the machine does: a worker thread and the GUI thread share the CPU's cores.
+Needs a display with OpenGL (Xvfb with Mesa's software renderer is enough) and PySide6.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--L2", type=int, default=2048, help="side of the 2D Swendsen-Wang lattice")
+    parser.add_argument("--L3", type=int, default=128, help="side of the 3D lattice under the Spectrum dock")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured run")
+    parser.add_argument("--tick-ms", type=int, default=5, help="period of the event-loop probe timer")
+    parser.add_argument("--size", default="1400x860", help="window size in pixels, WxH")
+    parser.add_argument("--out-dir", default=None,
+                        help="where responsiveness-CPU.json is written (default bench/results)")
+    parser.add_argument("--no-json", action="store_true", help="print the table only")
+
+
+class EventLoopProbe:
+    """Times of the window's frame-loop ticks, of lattice draws and of a fast probe timer's firings."""
+
+    def __init__(self, window, tick_ms: int):
+        from PySide6 import QtCore
+        self.window = window
+        self.frame_ticks: list[float] = []
+        self.loop_ticks: list[float] = []
+        self.draws: list[float] = []          # ends of lattice draws
+        self.draw_times: list[float] = []     # their durations
+        self._draw_start = None
+        window.timer.timeout.connect(lambda: self.frame_ticks.append(time.perf_counter()))
+        window.lattice_canvas.events.draw.connect(self._draw_starts, position="first")
+        window.lattice_canvas.events.draw.connect(self._draw_ends, position="last")
+        self.timer = QtCore.QTimer(interval=max(1, tick_ms), timerType=QtCore.Qt.TimerType.PreciseTimer)
+        self.timer.timeout.connect(lambda: self.loop_ticks.append(time.perf_counter()))
+        self.timer.start()
+
+    def _draw_starts(self, event=None) -> None:
+        self._draw_start = time.perf_counter()
+
+    def _draw_ends(self, event=None) -> None:
+        end = time.perf_counter()
+        self.draws.append(end)
+        if self._draw_start is not None:
+            self.draw_times.append(end - self._draw_start)
+            self._draw_start = None
+
+    @staticmethod
+    def gaps(times: list[float], start: float, end: float) -> list[float]:
+        """Gaps between consecutive events in [start, end], counting the run's start and end as events: a
+        loop that never ticks has one gap as long as the run."""
+        inside = [start, *(t for t in times if start <= t <= end), end]
+        return [b - a for a, b in zip(inside, inside[1:])]
+
+
+def wait_events(seconds: float) -> None:
+    from PySide6 import QtCore
+    loop = QtCore.QEventLoop()
+    QtCore.QTimer.singleShot(int(seconds * 1000), loop.quit)
+    loop.exec()
+
+
+def settle(window, timeout: float = 120.0) -> None:
+    """Pause and let a batch in flight finish (its steps are committed), so the next case starts clean."""
+    window.set_running(False)     # the frame loop keeps ticking until it has collected the batch in flight
+    deadline = time.perf_counter() + timeout
+    while window.stepper.busy and time.perf_counter() < deadline:
+        wait_events(0.05)
+    wait_events(0.2)
+
+
+def measure(window, probe: EventLoopProbe, seconds: float, menu) -> dict:
+    """Run the event loop for ``seconds``; halfway through ask ``menu`` to open (a QTimer, as a click would be
+    queued), close it 0.3 s later (or at the end of the run)."""
+    from PySide6 import QtCore
+    opened = {"asked": None, "served": None, "shown": False, "about_to_show": False}
+    closer = QtCore.QTimer(singleShot=True, interval=300)
+
+    def mark_about_to_show():
+        opened["about_to_show"] = True
+
+    def open_menu():
+        opened["served"] = time.perf_counter()
+        menu.popup(window.mapToGlobal(QtCore.QPoint(60, 30)))
+        closer.start()
+
+    def close_menu():
+        opened["shown"] = opened["shown"] or menu.isVisible()
+        menu.hide()
+
+    closer.timeout.connect(close_menu)
+    menu.aboutToShow.connect(mark_about_to_show)
+    steps0, draws0 = window.model.step_count, len(probe.draw_times)
+    start = time.perf_counter()
+    opened["asked"] = start + int(seconds * 500) / 1000
+    opener = QtCore.QTimer(singleShot=True, interval=int(seconds * 500),
+                           timerType=QtCore.Qt.TimerType.PreciseTimer)
+    opener.timeout.connect(open_menu)
+    opener.start()
+    wait_events(seconds)
+    end = time.perf_counter()
+    opener.stop()            # not served within the run: the menu did not open
+    menu.aboutToShow.disconnect(mark_about_to_show)
+    if closer.isActive():    # the run ended before the close was due
+        closer.stop()
+        close_menu()
+    frame_gaps = probe.gaps(probe.frame_ticks, start, end)
+    loop_gaps = probe.gaps(probe.loop_ticks, start, end)
+    served = opened["served"]
+    running = window.running      # paused, the frame loop stops ticking by design: no frame gaps to report
+    return {"seconds": end - start,
+            "longest_frame_gap_ms": 1000 * max(frame_gaps) if running else None,
+            "median_frame_gap_ms": 1000 * statistics.median(frame_gaps) if running else None,
+            "frame_ticks": sum(start <= t <= end for t in probe.frame_ticks),
+            "longest_event_loop_gap_ms": 1000 * max(loop_gaps),
+            "event_loop_ticks": sum(start <= t <= end for t in probe.loop_ticks),
+            "lattice_draws": sum(start <= t <= end for t in probe.draws),
+            "longest_lattice_draw_ms": (1000 * max(probe.draw_times[draws0:])
+                                        if len(probe.draw_times) > draws0 else None),
+            "steps_committed": window.model.step_count - steps0,
+            "menu_opened": bool(opened["about_to_show"] and opened["shown"]),
+            "menu_request_served_after_ms": None if served is None else 1000 * (served - opened["asked"])}
+
+
+def case_swendsen_wang(window, probe, args) -> dict:
+    window.set_parameter("L", args.L2, also={"dim": 2, "algorithm": "swendsen-wang", "T": 2.269, "p": 0.0})
+    window.adaptive = True                 # "keep frames under 30 ms" (the default)
+    window.set_running(True)
+    wait_events(0.5)                       # the first batch starts on the worker
+    result = measure(window, probe, args.seconds, window.help_menu)
+    result["status"] = window.status_labels["steps_per_s"].text()
+    settle(window)
+    return {"name": f"Swendsen-Wang 2D L={args.L2}, running", "lattice": f"2D L={args.L2}",
+            "algorithm": "swendsen-wang", **result}
+
+
+def case_spectrum(window, probe, args, running: bool) -> dict:
+    panel = window.spectral_panel
+    shown: list[float] = []
+    draw = panel._show
+
+    def counting_show(job, result):        # count the spectra drawn and how long each took on the worker
+        shown.append(result.seconds)
+        return draw(job, result)
+
+    panel._show = counting_show
+    panel.hide()
+    window.set_running(running)
+    wait_events(0.5 if running else 0.2)
+    jobs0 = panel.jobs_started
+    panel.show()
+    panel.raise_()                         # the Spectrum tab in front (it shares the dock area with the plots)
+    result = measure(window, probe, args.seconds, window.help_menu)
+    result.update({"spectrum_jobs_started": panel.jobs_started - jobs0, "spectra_shown": len(shown),
+                   "spectrum_worker_s": [round(s, 3) for s in shown],
+                   "spectrum_in_flight_at_end": panel.computing})
+    del panel._show                        # the class's method again
+    settle(window)
+    panel.refresh()                        # let a job in flight finish before the next case
+    panel.hide()
+    state = "running" if running else "paused"
+    return {"name": f"Spectrum dock shown, 3D L={args.L3} Metropolis, {state}", "lattice": f"3D L={args.L3}",
+            "algorithm": "metropolis", **result}
+
+
+def main(args) -> int:
+    import vispy
+    from PySide6 import QtWidgets
+    vispy.use(app="pyside6")
+    from latticelab.app.main_window import MainWindow
+    from latticelab.app.settings import Preferences
+    from latticelab.sim.params import ParameterError
+
+    try:
+        width, height = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        raise ParameterError("size", f"need a size like 1400x860; got {args.size!r}") from None
+    if args.seconds <= 0 or args.L2 < 4 or args.L3 < 4:
+        raise ParameterError("seconds/L2/L3", "need seconds > 0 and lattice sides >= 4")
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
+    window = MainWindow("ising", {"dim": 2, "L": 64, "algorithm": "metropolis"}, Preferences(None),
+                        interactive=False, backend="numpy")
+    window.resize(width, height)
+    window.show()
+    window.set_running(False)
+    probe = EventLoopProbe(window, args.tick_ms)
+    wait_events(0.5)
+    cases = [case_swendsen_wang(window, probe, args)]
+    window.set_parameter("dim", 3, also={"L": args.L3, "algorithm": "metropolis", "T": 4.0, "p": 0.0})
+    cases.append(case_spectrum(window, probe, args, running=True))
+    cases.append(case_spectrum(window, probe, args, running=False))
+    probe.timer.stop()
+    window.close()
+    app.processEvents()
+    cores = os.cpu_count() or 0
+    device = f"CPU, {cores} cores, NumPy"
+    print(f"device: {device}; event-loop probe every {args.tick_ms} ms; {args.seconds:g} s per case")
+    for c in cases:
+        served = c["menu_request_served_after_ms"]
+        extra = ""
+        if "spectra_shown" in c:
+            worker = ", ".join(f"{s:.2f}" for s in c["spectrum_worker_s"]) or "-"
+            extra = (f"; spectra shown {c['spectra_shown']} (worker s: {worker}), "
+                     f"{'one still computing' if c['spectrum_in_flight_at_end'] else 'none in flight'}")
+        draw_ms = c["longest_lattice_draw_ms"]
+        longest_draw = "" if draw_ms is None else f" (longest {draw_ms:.0f} ms)"
+        frames = ("frame loop idle (paused)" if c["longest_frame_gap_ms"] is None else
+                  f"longest gap between frame-loop ticks {c['longest_frame_gap_ms']:.0f} ms (median "
+                  f"{c['median_frame_gap_ms']:.0f} ms, {c['frame_ticks']} ticks)")
+        print(f"{c['name']}: {frames}; longest event-loop gap "
+              f"{c['longest_event_loop_gap_ms']:.0f} ms; {c['steps_committed']} steps committed, "
+              f"{c['lattice_draws']} lattice draws{longest_draw}; menu "
+              f"{'opened' if c['menu_opened'] else 'did NOT open'}"
+              f"{'' if served is None else f' ({served:.0f} ms late)'}{extra}")
+    if not args.no_json:
+        from latticelab.bench.cli import RESULTS_DIR
+        from latticelab.bench.report import write_results
+        path = write_results("responsiveness", device, cases, out_dir=args.out_dir or str(RESULTS_DIR), slug="CPU")
+        print(f"wrote {path}")
+    return 0
