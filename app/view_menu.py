@@ -134,6 +134,8 @@ class ViewMenu(QtCore.QObject):
             if not window.set_parameter(name, defaults[name], also={k: v for k, v in defaults.items() if k != name}):
                 return False
         window.controls.restore_view_defaults()
+        from latticelab.app import colour_key
+        colour_key.restore(window, True)        # the colour key is a view option too (on by default)
         window.show_message(f"defaults restored: {len(changed)} parameter(s) of the {title} and the view options")
         return True
 

@@ -127,6 +127,7 @@ def test_restore_defaults_asks_then_resets_parameters_and_view_in_one_undoable_s
     c = window.controls
     c.highlight.setChecked(False)
     c.steps_per_frame.setValue(7)
+    window.legend_action.setChecked(False)                                    # the colour key off
     type_into(c.field("seed").box, "9")
     defaults = type(window.model.params).create(gpu=False)
     found = []
@@ -139,6 +140,7 @@ def test_restore_defaults_asks_then_resets_parameters_and_view_in_one_undoable_s
     assert (window.model.L, window.model.T) == (defaults.L, defaults.T)
     assert c.field("T").box.text() == f"{defaults.T:g}"
     assert c.highlight.isChecked() and c.steps_per_frame.value() == 1 and window.steps_per_frame == 1
+    assert window.legend_action.isChecked() and window.legend_overlay.visible   # a view option like the rest
     window.undo_action.trigger()                                              # one step back to all of it
     assert (window.model.L, window.model.T, window.runner.params.seed) == (16, 1.5, 9)
 
