@@ -9,6 +9,7 @@ from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
+from latticelab.sim.backend import to_numpy  # model arrays may be CuPy (LATTICELAB_GUI_BACKEND=cuda)
 import pytest
 from gui_helpers import answer_next_dialog, choose, type_into
 from PySide6 import QtCore
@@ -80,7 +81,7 @@ def test_save_and_load_give_identical_next_steps(make_window, qtbot, tmp_path):
     assert path == tmp_path / "run.npz" and path.exists()
     for _ in range(5):
         window.step_once()
-    expected_spins = window.model.spins.copy()
+    expected_spins = to_numpy(window.model.spins).copy()
     expected_step = window.model.step_count
     expected_obs = window.model.observables()
 
@@ -94,7 +95,7 @@ def test_save_and_load_give_identical_next_steps(make_window, qtbot, tmp_path):
     for _ in range(5):
         window.step_once()
     assert window.model.step_count == expected_step
-    np.testing.assert_array_equal(window.model.spins, expected_spins)
+    np.testing.assert_array_equal(to_numpy(window.model.spins), expected_spins)
     assert window.model.observables() == expected_obs
 
     answer_next_dialog(qtbot, "No")
@@ -109,14 +110,14 @@ def test_truncated_or_foreign_state_is_rejected_and_changes_nothing(make_window,
     data = path.read_bytes()
     truncated = tmp_path / "truncated.npz"
     truncated.write_bytes(data[: len(data) // 2])
-    model, spins, step = window.model, window.model.spins.copy(), window.model.step_count
+    model, spins, step = window.model, to_numpy(window.model.spins).copy(), window.model.step_count
     messages = []
     answer_next_dialog(qtbot, "OK", messages)
     assert not window.load_state(truncated)
     assert messages and "truncated.npz" in messages[0] and "damaged" in messages[0]
     assert "truncated.npz" in window.last_error
     assert window.model is model and model.step_count == step
-    np.testing.assert_array_equal(model.spins, spins)
+    np.testing.assert_array_equal(to_numpy(model.spins), spins)
 
     foreign = tmp_path / "foreign.npz"
     np.savez(foreign, spins=np.zeros((3, 3)))

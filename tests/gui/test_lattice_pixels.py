@@ -3,6 +3,7 @@ rewired sites, 3D peeling and the unfolded grid."""
 from __future__ import annotations
 
 import numpy as np
+from latticelab.sim.backend import to_numpy  # model arrays may be CuPy (LATTICELAB_GUI_BACKEND=cuda)
 import pytest
 from gui_helpers import activate, cell_centres_2d, expected_rgb, pixels_at
 from PySide6 import QtCore
@@ -32,11 +33,11 @@ def test_step_button_advances_one_step_and_highlights_exactly_the_flipped_cells(
     model = window.model
     button = window.toolbar.widgetForAction(window.step_action)
     for _ in range(3):
-        before_spins = model.spins.copy()
+        before_spins = to_numpy(model.spins).copy()
         before = model.step_count
         qtbot.mouseClick(button, QtCore.Qt.MouseButton.LeftButton)
         assert model.step_count == before + 1
-        changed = model.spins != before_spins
+        changed = to_numpy(model.spins) != before_spins
         np.testing.assert_array_equal(model.flipped, changed)   # the model's mask: what this step flipped
         image = window.capture("view")
         colours = pixels_at(image, window.field_view.world_to_canvas(cell_centres_2d(32)))
@@ -45,7 +46,7 @@ def test_step_button_advances_one_step_and_highlights_exactly_the_flipped_cells(
         shown_up = (colours == highlight_up).all(axis=1).reshape(32, 32)
         shown_down = (colours == highlight_down).all(axis=1).reshape(32, 32)
         np.testing.assert_array_equal(shown_up | shown_down, changed)
-        np.testing.assert_array_equal(shown_up, changed & (model.spins > 0))
+        np.testing.assert_array_equal(shown_up, changed & (to_numpy(model.spins) > 0))
         assert changed.any()
     # the keyboard does the same
     before = model.step_count
@@ -93,7 +94,7 @@ def test_rewired_sites_and_links_are_drawn(make_window):
 
 def _set_spins(window, spins):
     session = window.runner
-    session.model.spins = np.asarray(spins, np.int8)
+    session.model.spins = session.model.xp.asarray(np.asarray(spins, np.int8))
     session.highlight = None
     session.state_version += 1
     window._refresh_view()

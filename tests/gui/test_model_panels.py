@@ -5,6 +5,7 @@ the 3D interface from a worker thread), and both hidden for the Ising model."""
 from __future__ import annotations
 
 import numpy as np
+from latticelab.sim.backend import to_numpy  # model arrays may be CuPy (LATTICELAB_GUI_BACKEND=cuda)
 import pytest
 
 pytest.importorskip("PySide6")
@@ -155,7 +156,7 @@ def test_interface_surface_lies_on_phi_zero(make_window, qtbot):
     mesh = panel.interface_view.mesh
     assert mesh.n_faces > 100 and panel.last_error == ""
     field = panel.job_field
-    np.testing.assert_array_equal(field, np.asarray(window.model.fields()["phi"], np.float32))
+    np.testing.assert_array_equal(field, to_numpy(window.model.fields()["phi"]).astype(np.float32))
     values = map_coordinates(field.astype(np.float64), mesh.vertices.T.astype(np.float64), order=1)
     assert np.abs(values).max() < 1e-5 * np.abs(field).max()
     assert "phi = 0" in panel.interface_info.text()

@@ -3,6 +3,7 @@ the window switches between models while running (the Model menu), keeping each 
 from __future__ import annotations
 
 import numpy as np
+from latticelab.sim.backend import to_numpy  # model arrays may be CuPy (LATTICELAB_GUI_BACKEND=cuda)
 import pytest
 from gui_helpers import cell_centres_2d, pixels_at
 
@@ -63,11 +64,11 @@ def test_loading_a_state_of_another_model_switches_to_it(make_window, tmp_path):
     window.step_once()
     window.step_once()
     path = window.save_state(tmp_path / "other.npz")
-    expected = {k: np.asarray(v).copy() for k, v in window.model.fields().items()}
+    expected = {k: to_numpy(v).copy() for k, v in window.model.fields().items()}
     assert window.switch_model(first) and window.model.name == first
     assert window.load_state(path), window.last_error
     assert window.model.name == second and window.model.step_count == 2
     assert window.model_box.currentData() == second and get_model(second).title in window.windowTitle()
     assert set(window.controls.form.fields) == set(get_model(second).Params.model_fields)
     for key, value in window.model.fields().items():
-        np.testing.assert_array_equal(np.asarray(value), expected[key], err_msg=key)
+        np.testing.assert_array_equal(to_numpy(value), expected[key], err_msg=key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from latticelab.sim.backend import to_numpy  # model arrays may be CuPy (LATTICELAB_GUI_BACKEND=cuda)
 import pytest
 
 pytest.importorskip("PySide6")
@@ -141,7 +142,7 @@ def test_highlighted_cells_stand_out_on_screen_against_both_spin_colours(ising_w
 def test_the_status_bar_names_the_cell_under_the_mouse_and_its_spin(ising_window, qtbot):
     window = ising_window
     label = window.statusBar().findChild(QtWidgets.QLabel, "status_hover")
-    spins = window.model.spins
+    spins = to_numpy(window.model.spins)
     for row, column in ((9, 5), (0, 31), (20, 13)):
         xy = window.field_view.world_to_canvas([[column + 0.5, row + 0.5]])[0]
         qtbot.mouseMove(window.lattice_canvas.native, QtCore.QPoint(int(xy[0]), int(xy[1])))

@@ -7,6 +7,7 @@ import random
 import time
 
 import numpy as np
+from latticelab.sim.backend import to_numpy  # model arrays may be CuPy (LATTICELAB_GUI_BACKEND=cuda)
 import pytest
 from gui_helpers import cell_centres_2d, choose, expected_rgb, pixels_at, type_into
 
@@ -122,5 +123,5 @@ def test_random_use_of_every_control_for_two_minutes(make_window, qtbot, tmp_pat
     window.step_once()
     L = window.model.L
     colours = pixels_at(window.capture("view"), window.field_view.world_to_canvas(cell_centres_2d(L)))
-    codes = encode_state(np, window.model.spins, window.runner.highlight)
+    codes = encode_state(np, to_numpy(window.model.spins), None if window.runner.highlight is None else to_numpy(window.runner.highlight))
     np.testing.assert_array_equal(colours, expected_rgb(codes))

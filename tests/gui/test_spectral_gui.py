@@ -1,5 +1,6 @@
 """The spectral dock in the real main window (under Xvfb): iso slider, 2D image, rewired dims, export."""
 import numpy as np
+from latticelab.sim.backend import to_numpy  # model arrays may be CuPy (LATTICELAB_GUI_BACKEND=cuda)
 import pytest
 
 pytest.importorskip("PySide6")
@@ -64,7 +65,7 @@ def test_iso_slider_in_the_window_changes_the_mesh(qtbot):
 
 def test_2d_spectrum_image_matches_the_model_spins(qtbot):
     window, panel = open_window(qtbot, dim=2, L=64, T=2.2)
-    expected = display_image(spectral.fft_magnitude(window.model.spins))
+    expected = display_image(spectral.fft_magnitude(to_numpy(window.model.spins)))
     np.testing.assert_allclose(panel._spectrum_view.displayed, expected, atol=1e-6)
     assert not panel.iso_slider.isEnabled()
     pixels = main_cell_pixels(panel)
@@ -73,7 +74,7 @@ def test_2d_spectrum_image_matches_the_model_spins(qtbot):
     centre = pixels[h // 4:3 * h // 4, w // 2 - h // 4:w // 2 + h // 4]   # inside the square image
     assert np.abs(centre[..., 0] - centre[..., 2]).max() <= 2              # greyscale
     assert centre.std() > 5
-    sm = spectral.spherical_mean(spectral.fft_magnitude(window.model.spins))
+    sm = spectral.spherical_mean(spectral.fft_magnitude(to_numpy(window.model.spins)))
     np.testing.assert_allclose(panel.mean_plot.data[1], sm.mean, rtol=1e-6)
 
 
