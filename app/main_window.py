@@ -726,6 +726,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """RGBA uint8 image: the canvas as drawn ("view"), one pixel per cell ("cells"), or the whole window
         ("window")."""
         if what == "view":
+            self.field_view.before_render()      # render() emits no draw event: give CUDA's textures back to GL
             return self.lattice_canvas.render(alpha=False)
         if what == "cells":
             return self._cells_image()

@@ -100,6 +100,13 @@ class FieldView:
         if geometry_changed:
             self.reset_camera()
 
+    def before_render(self) -> None:
+        """Call before drawing the canvas outside its draw event (``canvas.render()``): textures the last
+        ``before_step`` mapped for CUDA are unmapped, as the draw event's hook would do."""
+        canvas = self.viewbox.canvas
+        if canvas is not None:
+            interop.interop_for(canvas).unmap_all()
+
     def before_step(self) -> None:
         """Call before advancing the simulation whose picture the next ``show`` draws: on a CUDA-GL canvas the
         code textures are mapped for CUDA now, so step and texture write run as one CUDA phase

@@ -657,6 +657,14 @@ class CanvasInterop:
         except Exception as exc:
             self._fail(exc)
 
+    def unmap_all(self) -> None:
+        """Give every mapped texture back to GL: before a draw that does not come through the canvas's draw
+        event (``canvas.render()`` for a screenshot), which would otherwise sample a texture CUDA still holds
+        (GL_INVALID_OPERATION, the visual not drawn)."""
+        if self._resources:
+            _make_current(self.canvas)
+            self._unmap_before_draw()
+
     def _unmap_before_draw(self, event=None) -> None:
         for _, resource in list(self._resources.values()):
             try:
