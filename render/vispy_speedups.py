@@ -47,11 +47,23 @@ _GLYPHS: dict[tuple, np.ndarray] = {}
 _LOADED: dict[tuple, dict] = {}
 
 
-def _install_glyph_cache() -> None:
-    _install_sdf_cache()
-    loader = vispy_text._load_glyph
-    if getattr(loader, _MARK, False) or not loader.__module__.endswith("_freetype"):
+def _replace(owner, name: str, wrap) -> None:
+    """Set ``owner.name`` to ``wrap(original)``, once: the replacement is marked, so installing again keeps it."""
+    original = getattr(owner, name)
+    if getattr(original, _MARK, False):
         return
+    replacement = wrap(original)
+    setattr(replacement, _MARK, True)
+    setattr(owner, name, replacement)
+
+
+def _install_glyph_cache() -> None:
+    _replace(vispy_text.SDFRendererCPU, "render_to_texture", _cached_distance_field)
+    if vispy_text._load_glyph.__module__.endswith("_freetype"):   # the FreeType loader (Linux); not macOS's
+        _replace(vispy_text, "_load_glyph", _cached_glyph_loading)
+
+
+def _cached_glyph_loading(loader):
     from vispy.util.fonts._freetype import _load_font
 
     def _load_glyph(font, char, glyphs):
@@ -69,16 +81,10 @@ def _install_glyph_cache() -> None:
             glyph["kerning"][other_char] = face.get_kerning(other_char, char).x / 64.0
             other["kerning"][char] = face.get_kerning(char, other_char).x / 64.0
 
-    setattr(_load_glyph, _MARK, True)
-    vispy_text._load_glyph = _load_glyph
+    return _load_glyph
 
 
-def _install_sdf_cache() -> None:
-    renderer_class = vispy_text.SDFRendererCPU
-    if getattr(renderer_class.render_to_texture, _MARK, False):
-        return
-    original = renderer_class.render_to_texture
-
+def _cached_distance_field(original):
     def render_to_texture(self, data, texture, offset, size):
         key = (data.shape, tuple(size), data.tobytes())
         bitmap = _GLYPHS.get(key)
@@ -88,24 +94,19 @@ def _install_sdf_cache() -> None:
             bitmap = _GLYPHS[key] = capture.value
         texture[offset[1]:offset[1] + size[1], offset[0]:offset[0] + size[0], :] = bitmap
 
-    setattr(render_to_texture, _MARK, True)
-    renderer_class.render_to_texture = render_to_texture
+    return render_to_texture
 
 
 def _install_font_kernel_texture() -> None:
-    font_class = vispy_text.TextureFont
-    if getattr(font_class.__init__, _MARK, False):
-        return
-    original = font_class.__init__
+    def wrap(original):
+        def __init__(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            kernel = getattr(self, "_kernel", None)
+            if isinstance(kernel, np.ndarray):
+                self._kernel = gloo.Texture2D(kernel)
+        return __init__
 
-    def __init__(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        kernel = getattr(self, "_kernel", None)
-        if isinstance(kernel, np.ndarray):
-            self._kernel = gloo.Texture2D(kernel)
-
-    setattr(__init__, _MARK, True)
-    font_class.__init__ = __init__
+    _replace(vispy_text.TextureFont, "__init__", wrap)
 
 
 def _parse_original(program) -> dict:
@@ -118,21 +119,17 @@ _ORIGINAL_PARSE = gloo_program.Program._parse_variables_from_code
 
 
 def _install_parse_cache() -> None:
-    program_class = gloo_program.Program
-    if getattr(program_class._parse_variables_from_code, _MARK, False):
-        return
-    original = program_class._parse_variables_from_code
+    def wrap(original):
+        def _parse_variables_from_code(self, update_variables=True):
+            source = "\n\n".join(shader.code for shader in self._shaders)
+            parsed = _PARSED.get(source)
+            if parsed is None:
+                original(self, update_variables=False)
+                _PARSED[source] = dict(self._code_variables)
+            else:
+                self._code_variables = dict(parsed)
+            if update_variables:
+                self._process_pending_variables()
+        return _parse_variables_from_code
 
-    def _parse_variables_from_code(self, update_variables=True):
-        source = "\n\n".join(shader.code for shader in self._shaders)
-        parsed = _PARSED.get(source)
-        if parsed is None:
-            original(self, update_variables=False)
-            _PARSED[source] = dict(self._code_variables)
-        else:
-            self._code_variables = dict(parsed)
-        if update_variables:
-            self._process_pending_variables()
-
-    setattr(_parse_variables_from_code, _MARK, True)
-    program_class._parse_variables_from_code = _parse_variables_from_code
+    _replace(gloo_program.Program, "_parse_variables_from_code", wrap)
