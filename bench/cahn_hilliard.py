@@ -13,6 +13,12 @@ same step written here and timed in the same run (``baseline``/``ratio``): whole
 differences with RK2, or an unfused ``xp.fft`` semi-implicit stabilised step. Precision defaults to single
 (float32), as the issue's baseline figures were measured (``--precision double`` for the model's default).
 
+``--spectral-integrator spectral-bdf2`` runs the spectral cases with the second-order step instead (same case
+names; ``details`` says which). On a GPU each grid case also times the earlier path of the same step in the same
+run (``details.previous_path``): the cache-read finite-difference kernel instead of the shared-memory tiled one,
+or the cupyx.scipy.fft spectral path (irfftn copying its input and normalising in a further pass, outputs
+allocated per step) instead of cuFFT plans called directly into kept buffers.
+
 ``details`` has the bytes a step must move at least (each array read or written once; each transform one pass
 over its input and output), the rate that implies against a device-to-device copy measured in the same run
 (``bandwidth_fraction``), and for the spectral cases the simulated time per wall second against the
@@ -67,6 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spectral-dt", type=float, default=0.5,
                         help="time step of the spectral cases (default 0.5; finite differences use the "
                              "schema's suggested dt, 0.8 x the stability limit)")
+    parser.add_argument("--spectral-integrator", choices=("spectral", "spectral-bdf2"), default="spectral",
+                        help="integrator of the spectral cases (default spectral, first order in time)")
+    parser.add_argument("--skip-previous", action="store_true",
+                        help="do not time the earlier GPU path of each grid case")
     parser.add_argument("--skip-pfhub", action="store_true", help="leave out the pfhub-1a-t1e6 case")
     parser.add_argument("--pfhub-until", type=float, default=None,
                         help="simulated end time of the PFHub case (default 1e6; --small 100)")
@@ -242,12 +252,32 @@ def bytes_per_step(kind: str, shape: tuple, itemsize: int) -> int:
     """The least a step must move: finite differences 5 grids (stage 1 reads phi and writes half, stage 2 reads
     phi and half and writes the new field; stencil neighbours from cache); spectral 4 real grids (nonlinear term
     in and out, inverse transform out, forward transform in) plus 11 half-spectrum grids of reals (forward out 2,
-    update in 2 + 2 + k^2 1 and out 2, inverse in 2)."""
+    update in 2 + 2 + k^2 1 and out 2, inverse in 2); the second-order step (``spectral-bdf2``) reads the
+    previous step's phi_hat and N_hat too: 15. (The direct cuFFT path writes the update twice, once scaled for
+    the inverse transform to destroy: 2 more than this least.)"""
     n = int(np.prod(shape))
     if kind == "fd":
         return 5 * n * itemsize
     half = int(np.prod(shape[:-1])) * (shape[-1] // 2 + 1)
-    return (4 * n + 11 * half) * itemsize
+    return (4 * n + (15 if kind == "spectral-bdf2" else 11) * half) * itemsize
+
+
+def time_previous_path(model, xp, steps: int, repeats: int) -> dict | None:
+    """Steps/s of the earlier GPU path of the model's step, timed like the new one (None on NumPy, where both
+    are the same code): the cache-read finite-difference kernel, or the cupyx.scipy.fft spectral path."""
+    if xp is np:
+        return None
+    fd = model.params.integrator == "finite-difference"
+    stepper = model._fd_stepper() if fd else model._spectral_stepper()
+    flag = "tiled" if fd else "direct"
+    setattr(stepper, flag, False)
+    try:
+        model.step(max(2, steps // 4))                     # warm-up: compile the kernel, make the plans
+        per_step = statistics.median(timed(xp, lambda: model.step(steps), repeats)) / steps
+    finally:
+        setattr(stepper, flag, True)
+    return {"path": "cache-read stage kernel" if fd else "cupyx.scipy.fft rfftn/irfftn",
+            "steps_per_s": round(1.0 / per_step, 2), "ms_per_step": round(per_step * 1e3, 5)}
 
 
 # ---- the cases ------------------------------------------------------------------------------------------------
@@ -259,7 +289,8 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
     L = SMALL_L[dim] if small else spec["L"]
     steps = args.steps or (4 if small else 200)
     repeats = args.repeats
-    values = dict(dim=dim, L=L, integrator=INTEGRATOR[kind], precision=args.precision, seed=1)
+    integrator = args.spectral_integrator if kind == "spectral" else INTEGRATOR[kind]
+    values = dict(dim=dim, L=L, integrator=integrator, precision=args.precision, seed=1)
     if kind == "spectral":
         values["dt"] = args.spectral_dt
     model = CahnHilliardModel(backend=backend.name, **values)
@@ -286,6 +317,7 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
     enqueue = enqueue_seconds(xp, lambda: model.step(steps))
     steps_timed = model.step_count - before
     finite = bool(xp.isfinite(model.phi).all())
+    previous = None if args.skip_previous else time_previous_path(model, xp, steps, repeats)
     del model
     free_memory(xp)
 
@@ -308,7 +340,7 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
 
     value = 1.0 / per_step
     baseline = 1.0 / base
-    moved = bytes_per_step(kind, shape, np.dtype(dtype).itemsize)
+    moved = bytes_per_step(integrator if kind == "spectral" else kind, shape, np.dtype(dtype).itemsize)
     details = {
         "dim": dim, "L": L, "integrator": p.integrator, "precision": p.precision, "dt": p.dt,
         "boundary": p.boundary, "m": p.m, "b": p.b, "u": p.u, "K": p.K, "dx": p.dx,
@@ -324,7 +356,10 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
         "baseline_steps": base_steps, "baseline_ms_per_step": round(base * 1e3, 5),
         "baseline_max_abs_difference_after_one_step": agreement,
         "finite": finite,
+        "previous_path": previous,
     }
+    if previous:
+        details["speedup_vs_previous_path"] = round(value / previous["steps_per_s"], 3)
     if enqueue is not None:
         details["enqueue_ms_per_step"] = round(enqueue / steps * 1e3, 5)
     return {"case": case_name(name, spec, L, small), "metric": "steps_per_s", "value": round(value, 2),
@@ -419,9 +454,11 @@ def main(args) -> int:
         else:
             case = run_grid_case(backend, name, spec, args, bandwidth)
             d = case["details"]
+            earlier = d.get("previous_path")
+            before = f"; earlier path {earlier['steps_per_s']} steps/s" if earlier else ""
             print(f"  {case['case']}: {case['value']} steps/s ({d['ms_per_step']} ms/step, "
                   f"{100 * d['bandwidth_fraction']:.0f}% of copy bandwidth); plain {case['baseline_value']} "
-                  f"steps/s, x{case['ratio']}", flush=True)
+                  f"steps/s, x{case['ratio']}{before}", flush=True)
         cases.append(case)
     # spectral against finite differences in simulated time per wall second (same dimension, this run)
     by_kind = {(c["details"].get("dim"), c["details"].get("integrator")): c for c in cases if "dim" in c["details"]}

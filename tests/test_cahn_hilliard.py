@@ -9,7 +9,8 @@
 - finite differences and the spectral solver give the same free-energy curve;
 - PFHub benchmark 1: F(0) from the formula, and one step in PFHub's own variables equals ours (the mapping);
 - bad parameters (unstable dt, phi0 outside [-1, 1]) are refused by name and leave a running model as it was;
-- the fused CUDA stage kernel equals its NumPy twin (CPU emulator; and on a GPU, marked gpu);
+- both CUDA stage kernels (shared-memory tiled, cache-read) equal their NumPy twin, on grids smaller and
+  larger than a tile (CPU emulator; and on a GPU, marked gpu); the GPU stepper writes into two kept buffers;
 - save / resume is exact for the spectral integrator with adaptive steps and thermal noise;
 - slow: the coarsening length grows as t^(1/3) in 2D.
 """
@@ -294,11 +295,14 @@ def test_phi0_outside_the_interval_is_refused_and_the_model_kept():
 
 
 # ---- the CUDA kernel against its twin --------------------------------------------------------------------
-KERNEL_CASES = {"emulator": [(2, 7), (2, 16), (3, 5), (3, 8)], "cuda": [(2, 7), (2, 300), (3, 5), (3, 70)]}
+# grids smaller than a tile (32 x 16, 32 x 4 x 4), whole tiles, and partial tiles at the far edges
+KERNEL_CASES = {"emulator": [(2, 7), (2, 16), (2, 37), (3, 5), (3, 9)],
+                "cuda": [(2, 7), (2, 300), (3, 5), (3, 70)]}
 
 
+@pytest.mark.parametrize("tiled", [True, False], ids=["tiled", "cache-read"])
 @pytest.mark.parametrize("device", DEVICES)
-def test_the_fused_rk2_stage_kernel_equals_its_numpy_twin(device):
+def test_the_rk2_stage_kernels_equal_their_numpy_twin(device, tiled):
     xp = device_xp(device)
     rng = np.random.default_rng(5)
     for (dim, L), boundary, dtype in ((case, bnd, d) for case in KERNEL_CASES[device] for bnd in BOUNDARIES
@@ -308,7 +312,7 @@ def test_the_fused_rk2_stage_kernel_equals_its_numpy_twin(device):
         args = (1.1, 0.9, 1.3, 1 / 0.7 ** 2, 0.0037)
         twin = rk2_stage_twin(Shifts(np, shape, boundary), base, evaluated, *args)
         out = xp.empty(shape, dtype)
-        CudaStage(xp, dtype, dim, boundary)(xp.asarray(base), xp.asarray(evaluated), out, *args)
+        CudaStage(xp, dtype, dim, boundary, tiled)(xp.asarray(base), xp.asarray(evaluated), out, *args)
         got = to_numpy(out)
         assert got.dtype == twin.dtype
         if device == "emulator":                 # the same operations in the same order: the same bits
@@ -316,16 +320,21 @@ def test_the_fused_rk2_stage_kernel_equals_its_numpy_twin(device):
         else:                                    # nvrtc contracts to fused multiply-adds
             tol = 1e-12 if dtype == np.float64 else 2e-5
             np.testing.assert_allclose(got, twin, rtol=tol, atol=tol, err_msg=f"{dim}D L={L} {boundary}")
-    # whole RK2 steps through the stepper
+    # whole RK2 steps through the stepper: two kept output buffers, used in turn, the input never written
     shape = (12, 12)
     phi = rng.uniform(-1, 1, shape)
     for boundary in BOUNDARIES:
-        kernel = FiniteDifferenceStepper(xp, shape, np.float64, boundary, use_kernel=True)
+        kernel = FiniteDifferenceStepper(xp, shape, np.float64, boundary, use_kernel=True, tiled=tiled)
         twin = FiniteDifferenceStepper(np, shape, np.float64, boundary, use_kernel=False)
-        a, b = xp.asarray(phi), phi
-        for _ in range(3):
+        start = xp.asarray(phi)
+        a, b = start, phi
+        outputs = []
+        for _ in range(4):
             a, b = kernel.step(a, 0.01, 1.0, 1.0, 1.0, 1.0, 1.0), twin.step(b, 0.01, 1.0, 1.0, 1.0, 1.0, 1.0)
+            outputs.append(a)
         np.testing.assert_allclose(to_numpy(a), b, rtol=0, atol=0 if device == "emulator" else 1e-12)
+        np.testing.assert_array_equal(to_numpy(start), phi)
+        assert outputs[0] is outputs[2] and outputs[1] is outputs[3] and outputs[0] is not outputs[1]
 
 
 @pytest.mark.gpu

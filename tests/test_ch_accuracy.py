@@ -61,7 +61,7 @@ def test_small_benchmark_writes_its_result(tmp_path, capsys):
     case = doc["cases"][0]
     assert case["case"] == "ch-accuracy-2d-spectral-vs-fd-small"
     assert case["details"]["reference"]["self_error_at_2dt"] < 0.05
-    assert {r["method"] for r in case["details"]["runs"]} == {"finite-difference", "spectral"}
+    assert {r["method"] for r in case["details"]["runs"]} == {"finite-difference", "spectral", "spectral-bdf2"}
 
 
 def test_bad_arguments_get_a_message(capsys):

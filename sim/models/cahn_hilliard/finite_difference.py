@@ -6,7 +6,10 @@
 
 lap_h is the (2 dim + 1)-point Laplacian, periodic or mirror (zero-flux: the ghost cell beyond a wall equals
 the cell inside it). ``rk2_stage_twin`` is one stage in NumPy/CuPy array operations, in the same floating-point
-order as the fused CUDA kernel kernels/ch_rk2.cu (``CudaStage``), which the GPU path runs; tests compare them.
+order as the CUDA kernels of kernels/ch_rk2.cu (``CudaStage``: the shared-memory tiled stage the GPU path runs,
+or the earlier cache-read one, kept for the benchmark's comparison); tests compare them. On the GPU a step
+writes into two kept buffers in turn (``FiniteDifferenceStepper``): the half-step field and the new field are
+never allocated during a run.
 
 The discrete free energy the scheme dissipates uses forward differences for the gradient (``gradient_energy``):
 sum over cell faces of (phi_right - phi_left)^2 / dx^2 equals -sum phi lap_h(phi) for both kinds of boundary,
@@ -19,7 +22,8 @@ import numpy as np
 from latticelab.sim.models.cahn_hilliard import KERNEL_DIR
 
 KERNEL_FILE = KERNEL_DIR / "ch_rk2.cu"
-THREADS = 256
+THREADS = 256                                  # the cache-read kernel's block
+TILES = {2: (32, 16, 1), 3: (32, 4, 4)}        # the tiled kernel's block = its tile of cells (x, y, z): ChTile
 
 
 def _real(xp, dtype):
@@ -69,52 +73,88 @@ def rk2_stage_twin(shifts: Shifts, base, evaluated, b, u, K, inv_dx2, hm):
     return base + hm * lap_mu
 
 
-def kernel_name(dtype, dim: int, boundary: str) -> str:
+def kernel_name(dtype, dim: int, boundary: str, tiled: bool = True) -> str:
     real = "double" if np.dtype(dtype) == np.float64 else "float"
-    return f"ch_rk2_stage<{real}, {dim}, {'true' if boundary == 'mirror' else 'false'}>"
+    name = "ch_rk2_stage_tiled" if tiled else "ch_rk2_stage"
+    return f"{name}<{real}, {dim}, {'true' if boundary == 'mirror' else 'false'}>"
 
 
-ALL_KERNELS = tuple(kernel_name(d, dim, bnd) for d in (np.float64, np.float32) for dim in (2, 3)
-                    for bnd in ("periodic", "mirror"))
+ALL_KERNELS = tuple(kernel_name(d, dim, bnd, tiled) for tiled in (True, False) for d in (np.float64, np.float32)
+                    for dim in (2, 3) for bnd in ("periodic", "mirror"))
+
+
+def tiled_launch(dim: int, L: int) -> tuple[tuple, tuple]:
+    """(grid, block) of the tiled kernel: one block of TILES[dim] threads per tile of as many cells."""
+    block = TILES[dim]
+    tiles = tuple((L + t - 1) // t for t in block[:dim]) + (1,) * (3 - dim)
+    return tiles, block
 
 
 class CudaStage:
-    """The fused CUDA kernel of one RK2 stage (kernels/ch_rk2.cu) on CuPy or on the CPU emulator's xp."""
+    """One RK2 stage by a CUDA kernel of kernels/ch_rk2.cu (``tiled``: the shared-memory tiled one, else the
+    cache-read one) on CuPy or on the CPU emulator's xp."""
 
-    def __init__(self, xp, dtype, dim: int, boundary: str):
+    def __init__(self, xp, dtype, dim: int, boundary: str, tiled: bool = True):
         from latticelab.sim.gpu.kernels import get_kernel
-        self.xp, self.real = xp, _real(xp, dtype)
-        self.kernel = get_kernel(xp, KERNEL_FILE, kernel_name(dtype, dim, boundary), ALL_KERNELS)
+        self.xp, self.real, self.dim, self.tiled = xp, _real(xp, dtype), dim, tiled
+        self.kernel = get_kernel(xp, KERNEL_FILE, kernel_name(dtype, dim, boundary, tiled), ALL_KERNELS)
 
     def __call__(self, base, evaluated, out, b, u, K, inv_dx2, hm):
         n = int(evaluated.size)
         L = int(evaluated.shape[0])
         r = self.real
-        self.kernel(((n + THREADS - 1) // THREADS,), (THREADS,),
-                    (base, evaluated, out, np.int32(L), r(b), r(u), r(K), r(inv_dx2), r(hm)))
+        if self.tiled:
+            grid, block = tiled_launch(self.dim, L)
+        else:
+            grid, block = ((n + THREADS - 1) // THREADS,), (THREADS,)
+        self.kernel(grid, block, (base, evaluated, out, np.int32(L), r(b), r(u), r(K), r(inv_dx2), r(hm)))
         return out
 
 
 class FiniteDifferenceStepper:
-    """RK2 steps of the field: the fused kernel on CuPy (``use_kernel``), else the array twin."""
+    """RK2 steps of the field: a CUDA kernel on CuPy (``use_kernel``; the tiled one unless ``tiled`` is set
+    False), else the array twin."""
 
-    def __init__(self, xp, shape, dtype, boundary: str, use_kernel: bool):
+    def __init__(self, xp, shape, dtype, boundary: str, use_kernel: bool, tiled: bool = True):
         self.xp, self.shape, self.dtype, self.boundary = xp, tuple(shape), np.dtype(dtype), boundary
         self.shifts = Shifts(xp, shape, boundary)
-        self.stage = CudaStage(xp, dtype, len(shape), boundary) if use_kernel else None
-        self._half = self._new = None
+        self.use_kernel = use_kernel
+        self._stages = {}
+        self.tiled = tiled
+        self._half = None
+        self._out = []             # the two kept output buffers, written in turn
+
+    @property
+    def stage(self) -> CudaStage | None:
+        """The kernel the next step runs (None: the array twin)."""
+        if not self.use_kernel:
+            return None
+        if self.tiled not in self._stages:
+            self._stages[self.tiled] = CudaStage(self.xp, self.dtype, len(self.shape), self.boundary, self.tiled)
+        return self._stages[self.tiled]
 
     def step(self, phi, dt: float, m: float, b: float, u: float, K: float, dx: float):
-        """phi after one RK2 step of length dt (a new array; ``phi`` itself is not modified)."""
+        """phi after one RK2 step of length dt; ``phi`` itself is not modified. With the kernel the result is one
+        of two kept buffers, used in turn (the one that is not ``phi``): it stays valid until the step after
+        next."""
         inv_dx2 = 1.0 / (dx * dx)
-        if self.stage is None:
+        stage = self.stage
+        if stage is None:
             half = rk2_stage_twin(self.shifts, phi, phi, b, u, K, inv_dx2, 0.5 * m * dt)
             return rk2_stage_twin(self.shifts, phi, half, b, u, K, inv_dx2, m * dt)
         if self._half is None:
             self._half = self.xp.empty(self.shape, self.dtype)
-        half = self.stage(phi, phi, self._half, b, u, K, inv_dx2, 0.5 * m * dt)
-        new = self.xp.empty(self.shape, self.dtype)
-        return self.stage(phi, half, new, b, u, K, inv_dx2, m * dt)
+        half = stage(phi, phi, self._half, b, u, K, inv_dx2, 0.5 * m * dt)
+        return stage(phi, half, self._output(avoid=phi), b, u, K, inv_dx2, m * dt)
+
+    def _output(self, avoid):
+        """A kept output buffer that is not ``avoid`` (made on first need; at most two)."""
+        for buf in self._out:
+            if buf is not avoid:
+                return buf
+        buf = self.xp.empty(self.shape, self.dtype)
+        self._out.append(buf)
+        return buf
 
 
 def gradient_energy(xp, phi, boundary: str, dx: float) -> float:

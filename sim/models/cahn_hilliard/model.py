@@ -3,8 +3,11 @@
     dphi/dt = m lap( -b phi + u phi^3 - K lap phi ) [+ conserved thermal noise],   phi in [-1, 1]
 
 on an L^2 or L^3 grid of spacing dx, periodic or mirror (zero-flux), integrated by explicit finite differences
-with RK2 (finite_difference.py; the fused CUDA kernel kernels/ch_rk2.cu on a GPU) or by the semi-implicit
-stabilised spectral method (spectral.py; cuFFT on a GPU), optionally with adaptive steps.
+with RK2 (finite_difference.py; the CUDA kernel kernels/ch_rk2.cu on a GPU) or by the semi-implicit
+stabilised spectral method, first order ("spectral") or second order in time ("spectral-bdf2", SBDF2)
+(spectral.py; cuFFT on a GPU), optionally with adaptive steps. The second-order step keeps the previous step's
+phi_hat and N_hat (``_history``); they are part of the saved state, so a resumed run continues at second order
+exactly as the uninterrupted one.
 
 Observables: the free energy F = sum(-b/2 phi^2 + u/4 phi^4 + K/2 |grad phi|^2) dx^d (the gradient as the
 integrator discretises it: forward differences for finite differences, the spectral gradient for the spectral
@@ -30,9 +33,9 @@ from latticelab.sim.memory import check_fits
 from latticelab.sim.model import Coarsening, Model, Observable
 from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
-from latticelab.sim.models.cahn_hilliard.params import CahnHilliardParams, phase_amplitude
+from latticelab.sim.models.cahn_hilliard.params import SPECTRAL, CahnHilliardParams, phase_amplitude
 from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi
-from latticelab.sim.models.cahn_hilliard.spectral import SpectralStepper, stabiliser
+from latticelab.sim.models.cahn_hilliard.spectral import History, SpectralStepper, stabiliser
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
 from latticelab.sim.rng import StreamRNG
@@ -40,8 +43,11 @@ from latticelab.sim.rng import StreamRNG
 # Peak bytes per cell, measured with tracemalloc on NumPy (2D L = 256, 3D L = 40; tests/test_memory_estimate.py):
 # what the model keeps for each integrator (the field, RK2 stages or the transform and k^2 grid; a = item size),
 # the observables' complex128 transform and shell sums, and a step's Cook noise (normals and face fluxes).
+# spectral-bdf2 keeps two more transforms (phi_hat and N_hat of the previous step): a + a (periodic, half
+# spectrum of complex) or 2 a (mirror) more than spectral (estimated from the arrays, not measured).
 KEPT_BYTES = {"finite-difference": lambda a: 16 + a, "spectral/periodic": lambda a: 16 + 2.5 * a,
-              "spectral/mirror": lambda a: 24 + 2 * a}
+              "spectral/mirror": lambda a: 24 + 2 * a, "spectral-bdf2/periodic": lambda a: 16 + 4.5 * a,
+              "spectral-bdf2/mirror": lambda a: 24 + 4 * a}
 OBSERVABLE_BYTES = 52
 NOISE_BYTES_PER_AXIS, NOISE_BYTES_FIXED = 40, -8
 FFT_PLAN_BYTES = 16        # cuFFT work area per cell (GPU spectral steps)
@@ -87,12 +93,12 @@ class CahnHilliardModel(Model):
         """Peak bytes from dim, L, the integrator, boundaries, precision and thermal noise: what the model keeps
         plus the larger of the observables' scratch and a noisy step's (the constants above)."""
         item = 8 if params.precision == "double" else 4
-        method = params.integrator if params.integrator != "spectral" else f"spectral/{params.boundary}"
+        method = params.integrator if params.integrator not in SPECTRAL else f"{params.integrator}/{params.boundary}"
         scratch = OBSERVABLE_BYTES
         if params.thermal > 0:
             scratch = max(scratch, NOISE_BYTES_PER_AXIS * params.dim + NOISE_BYTES_FIXED)
         per_cell = KEPT_BYTES[method](item) + scratch
-        if backend_name == "cuda" and params.integrator == "spectral":
+        if backend_name == "cuda" and params.integrator in SPECTRAL:
             per_cell += FFT_PLAN_BYTES
         return int(per_cell * params.L ** params.dim)
 
@@ -105,6 +111,7 @@ class CahnHilliardModel(Model):
         self._spectral = None
         self._obs_cache = None
         self.phi_hat = None
+        self._history = None           # spectral-bdf2: the previous step's phi_hat, N_hat and dt (spectral.History)
         self.reset()
 
     # ---- parameters -------------------------------------------------------------------------
@@ -132,9 +139,12 @@ class CahnHilliardModel(Model):
         new = self._validated("live", changes)
         old = self._params
         if new.integrator != old.integrator:
-            self.phi_hat = None
-            if new.integrator == "spectral":
+            if new.integrator not in SPECTRAL:
+                self.phi_hat = None
+            elif old.integrator not in SPECTRAL:
                 self.phi_hat = self._spectral_stepper().forward(self.phi)
+        if any(getattr(new, k) != getattr(old, k) for k in ("integrator", "m", "b", "u", "K")):
+            self._history = None       # the kept nonlinear term belongs to the old equation: restart at first order
         if new.dt != old.dt or new.time_step != old.time_step:
             self._dt_current = new.dt
         self._dt_current = min(max(self._dt_current, new.dt), new.dt_max)
@@ -170,7 +180,8 @@ class CahnHilliardModel(Model):
 
     def _set(self, phi) -> None:
         self.phi = phi
-        self.phi_hat = self._spectral_stepper().forward(phi) if self._params.integrator == "spectral" else None
+        self.phi_hat = self._spectral_stepper().forward(phi) if self._params.integrator in SPECTRAL else None
+        self._history = None
         self._obs_cache = None
 
     # ---- the integrators --------------------------------------------------------------------
@@ -213,12 +224,15 @@ class CahnHilliardModel(Model):
 
     def _advance(self, dt: float, adapt: bool) -> None:
         p = self._params
-        adaptive = adapt and p.time_step == "adaptive" and p.integrator == "spectral"
+        adaptive = adapt and p.time_step == "adaptive" and p.integrator in SPECTRAL
         old = self.phi
         noise = self._thermal_increment(dt) if p.thermal > 0 else None
         if p.integrator == "spectral":
             self.phi, self.phi_hat = self._spectral_stepper().step(old, self.phi_hat, dt, p.m, p.b, p.u, p.K,
                                                                    stabiliser(p.b, p.u), noise)
+        elif p.integrator == "spectral-bdf2":
+            self.phi, self.phi_hat, self._history = self._spectral_stepper().step_bdf2(
+                old, self.phi_hat, self._history, dt, p.m, p.b, p.u, p.K, stabiliser(p.b, p.u), noise)
         else:
             self.phi = self._fd_stepper().step(old, dt, p.m, p.b, p.u, p.K, p.dx)
             if noise is not None:
@@ -266,7 +280,7 @@ class CahnHilliardModel(Model):
         phi = self.phi.astype(xp.float64)
         phi2 = phi * phi
         bulk = float((-0.5 * p.b * phi2 + 0.25 * p.u * phi2 * phi2).sum())
-        if p.integrator == "spectral":
+        if p.integrator in SPECTRAL:
             grad = self._spectral_stepper().gradient_energy(self.phi_hat)
         else:
             grad = gradient_energy(xp, self.phi, p.boundary, p.dx)
@@ -301,11 +315,16 @@ class CahnHilliardModel(Model):
 
     # ---- save / resume ----------------------------------------------------------------------
     def get_state(self) -> dict:
-        """The field (and its transform, for the spectral integrator), the clock and the stream position."""
-        hat = to_numpy(self.phi_hat).copy() if self.phi_hat is not None else np.zeros(0, self.dtype)
-        return {"phi": to_numpy(self.phi).copy(), "phi_hat": hat, "time": np.float64(self._time),
+        """The field (and its transform, for the spectral integrators), the second-order step's history (empty
+        arrays and prev_dt 0 when there is none), the clock and the stream position."""
+        def saved(array):
+            return to_numpy(array).copy() if array is not None else np.zeros(0, self.dtype)
+        h = self._history
+        return {"phi": to_numpy(self.phi).copy(), "phi_hat": saved(self.phi_hat), "time": np.float64(self._time),
                 "dt_current": np.float64(self._dt_current), "last_dt": np.float64(self._last_dt),
-                "step_count": np.int64(self._step_count), "streams_used": np.int64(self._rng.streams_used)}
+                "step_count": np.int64(self._step_count), "streams_used": np.int64(self._rng.streams_used),
+                "prev_phi_hat": saved(h and h.phi_hat), "prev_n_hat": saved(h and h.n_hat),
+                "prev_dt": np.float64(h.dt if h else 0.0)}
 
     @classmethod
     def from_state(cls, params: CahnHilliardParams, arrays: dict, backend: str = "auto") -> "CahnHilliardModel":
@@ -316,7 +335,10 @@ class CahnHilliardModel(Model):
         s = _validate_state(model, arrays)
         model._rng = StreamRNG(model.xp, params.seed, s["streams_used"])
         model.phi = model.xp.asarray(s["phi"])
-        model.phi_hat = model.xp.asarray(s["phi_hat"]) if params.integrator == "spectral" else None
+        model.phi_hat = model.xp.asarray(s["phi_hat"]) if params.integrator in SPECTRAL else None
+        if s["history"] is not None:
+            prev_hat, prev_n_hat, prev_dt = s["history"]
+            model._history = History(model.xp.asarray(prev_hat), model.xp.asarray(prev_n_hat), prev_dt)
         model._time, model._dt_current, model._last_dt = s["time"], s["dt_current"], s["last_dt"]
         model._step_count = s["step_count"]
         model._obs_cache = None
@@ -341,6 +363,7 @@ def _validate_state(model: CahnHilliardModel, state) -> dict:
                 raise _bad(f"{key} must be a finite non-negative number")
             out[key] = float(value)
         phi, hat = np.asarray(state["phi"]), np.asarray(state["phi_hat"])
+        history = _saved_history(state)
     except KeyError as exc:
         raise _bad(f"missing field {exc.args[0]!r}") from None
     except ParameterError:
@@ -349,12 +372,32 @@ def _validate_state(model: CahnHilliardModel, state) -> dict:
         raise _bad(f"{type(exc).__name__}: {exc}") from None
     if phi.shape != model.shape or phi.dtype != model.dtype or not np.all(np.isfinite(phi)):
         raise _bad(f"phi must be finite {model.dtype} of shape {model.shape}")
-    if model.params.integrator == "spectral":
+    out["history"] = None
+    if model.params.integrator in SPECTRAL:
         expected = model._spectral_stepper().forward(model.xp.asarray(phi))
-        if hat.shape != tuple(expected.shape) or hat.dtype != expected.dtype or not np.all(np.isfinite(hat)):
-            raise _bad(f"phi_hat must be finite {expected.dtype} of shape {tuple(expected.shape)}")
+        shape, dtype = tuple(expected.shape), expected.dtype
+        if hat.shape != shape or hat.dtype != dtype or not np.all(np.isfinite(hat)):
+            raise _bad(f"phi_hat must be finite {dtype} of shape {shape}")
+        if history is not None and model.params.integrator == "spectral-bdf2":
+            for name, array in zip(("prev_phi_hat", "prev_n_hat"), history[:2]):
+                if array.shape != shape or array.dtype != dtype or not np.all(np.isfinite(array)):
+                    raise _bad(f"{name} must be finite {dtype} of shape {shape}")
+            out["history"] = tuple(np.ascontiguousarray(a) for a in history[:2]) + (history[2],)
     out["phi"], out["phi_hat"] = np.ascontiguousarray(phi), np.ascontiguousarray(hat)
     return out
+
+
+def _saved_history(state) -> tuple | None:
+    """(prev_phi_hat, prev_n_hat, prev_dt) from a state, or None: none kept (prev_dt 0), or a state written
+    before the second-order step existed (no such fields)."""
+    if "prev_dt" not in state:
+        return None
+    dt = np.asarray(state["prev_dt"])
+    if dt.shape != () or dt.dtype.kind != "f" or not math.isfinite(float(dt)) or float(dt) < 0:
+        raise _bad("prev_dt must be a finite non-negative number")
+    if float(dt) == 0:
+        return None
+    return np.asarray(state["prev_phi_hat"]), np.asarray(state["prev_n_hat"]), float(dt)
 
 
 # ---- headless runs: `latticelab run cahn-hilliard --initial FILE.npy --pfhub-out FILE --until T` ---------------

@@ -1,25 +1,54 @@
-"""The semi-implicit spectral step of the Cahn-Hilliard equation (Chen and Shen, Comput. Phys. Commun. 108
-(1998) 147), with a linear stabilising term (Zhu, Chen, Shen, Tikare 1999; Shen and Yang 2010):
+"""The semi-implicit spectral steps of the Cahn-Hilliard equation (Chen and Shen, Comput. Phys. Commun. 108
+(1998) 147), with a linear stabilising term (Zhu, Chen, Shen, Tikare 1999; Shen and Yang 2010).
+
+First order ("spectral"), stabilised semi-implicit Euler:
 
     (phi' - phi) / dt = m lap( f'(phi) - S phi + S phi' - K lap phi' ),     f'(phi) = -b phi + u phi^3
 
-so in transform space, with lap -> -k^2 and N = f'(phi) - S phi = u phi^3 - (b + S) phi,
+so in transform space, with lap -> -k^2, N = f'(phi) - S phi = u phi^3 - (b + S) phi and a = dt m k^2,
 
-    phi_hat' = (phi_hat - dt m k^2 N_hat) / (1 + dt m k^2 (S + K k^2)).
+    phi_hat' = (phi_hat - a N_hat) / (1 + a (S + K k^2)).
 
-The explicit part is only the nonlinearity; the stiff fourth-order term and the stabiliser are implicit. With
-S >= max|f''| / 2 over the values phi takes the scheme decreases the (spectral) free energy for every dt
-(Shen and Yang 2010), so large steps stay stable; it is first order in time. Periodic boundaries use the real
-FFT (k = 2 pi n / (L dx)); mirror (zero-flux) boundaries the orthonormal type-II cosine transform, whose modes
-cos(pi n (i + 1/2) / L) = cos(k x) at the cell centres x = (i + 1/2) dx satisfy dphi/dn = dmu/dn = 0 at the walls
-(k = pi n / (L dx)). NumPy uses scipy.fft, CuPy cupyx.scipy.fft (cuFFT; CuPy caches the plans per shape). The
-step keeps phi_hat from the previous step, so one step costs two transforms (N forward, phi_hat' back): on
-CuPy the nonlinear term and the transform-space update are each one fused elementwise kernel.
+With S >= max|f''| / 2 over the values phi takes the scheme decreases the (spectral) free energy for every dt
+(Shen and Yang 2010), so large steps stay stable.
 
-The k = 0 mode is left exactly unchanged by the update (k^2 = 0), so the mass is conserved to round-off without
+Second order ("spectral-bdf2"), stabilised SBDF2 (Shen and Yang 2010, section 3): the time derivative by the
+two-step backward difference, the nonlinear term extrapolated from the last two steps and the stabiliser
+S (phi' - phi*) about the same extrapolation phi* = (1 + w) phi - w phi_prev. With a variable step (w = dt /
+dt_prev, the ratio to the previous step) the backward difference is
+
+    ((1 + 2w)/(1 + w) phi' - (1 + w) phi + w^2/(1 + w) phi_prev) / dt = m lap( N* + (S - K lap) phi' ),
+    N* = (1 + w) N - w N_prev,
+
+which for w = 1 is the usual (3 phi' - 4 phi + phi_prev) / (2 dt) with 2 N - N_prev. Written for the increment
+phi_hat' - phi_hat, with c = (1 + 2w)/(1 + w), g = w^2/(1 + w) and D = S + K k^2,
+
+    phi_hat' = phi_hat + (g (phi_hat - phi_hat_prev) - a (D phi_hat + N*_hat)) / (c + a D),
+
+so the k = 0 mode (a = 0, and phi_hat = phi_hat_prev there) is left exactly unchanged. The step keeps phi_hat
+and N_hat of the previous step (``History``), so it still costs two transforms. The first step, and any step
+whose ratio w is above MAX_RATIO (variable-step BDF2 is zero-stable only for w < 1 + sqrt 2; a live change of
+dt, or the step after a shortened landing step, can jump further), is the first-order step: the scheme
+restarts. A change of m, b, u or K restarts it too (the model drops the history). The energy is not proved to
+decrease for every dt as for the first-order step; for moderate steps it does (tests).
+
+Periodic boundaries use the real FFT (k = 2 pi n / (L dx)); mirror (zero-flux) boundaries the orthonormal
+type-II cosine transform, whose modes cos(pi n (i + 1/2) / L) = cos(k x) at the cell centres x = (i + 1/2) dx
+satisfy dphi/dn = dmu/dn = 0 at the walls (k = pi n / (L dx)). NumPy uses scipy.fft; CuPy cupyx.scipy.fft,
+except for periodic grids, where the step calls two cuFFT plans made once per shape directly (``DirectFFT``):
+the forward transform of N writes into a kept buffer, the update kernel writes phi_hat' and a copy scaled by
+1/n that the inverse transform may destroy (C2R transforms overwrite their input: cupyx copies it first, and
+then divides the output by n in another pass, unless told otherwise), and the inverse writes phi' into a kept
+buffer. A step is then four passes -- nonlinear term, forward transform, update, inverse -- with no
+allocation. ``direct=False`` keeps the earlier path (cupyx functions) for comparison in the benchmark.
+
+The k = 0 mode is left exactly unchanged by both updates, so the mass is conserved to round-off without
 accumulating: phi is always the inverse transform of a phi_hat whose mean coefficient never changes.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,10 +84,74 @@ def rfft_weights(shape) -> np.ndarray:
     return w
 
 
-class SpectralStepper:
-    """Semi-implicit stabilised steps of (phi, phi_hat) on NumPy (scipy.fft) or CuPy (cupyx.scipy.fft)."""
+MAX_RATIO = 2.0     # largest dt / dt_prev taken by the second-order step; above it, a first-order restart
 
-    def __init__(self, xp, shape, dtype, boundary: str, dx: float, gpu: bool):
+
+@dataclass(frozen=True)
+class History:
+    """What the second-order step keeps of the previous step: phi_hat and N_hat there, and its length."""
+    phi_hat: Any
+    n_hat: Any
+    dt: float
+
+
+def bdf2_coefficients(ratio: float) -> tuple[float, float, float, float]:
+    """(c, g, e0, e1) of the variable-step SBDF2 update for w = dt / dt_prev (module docstring):
+    c = (1 + 2w)/(1 + w), g = w^2/(1 + w), N* = e0 N - e1 N_prev with e0 = 1 + w, e1 = w."""
+    w = float(ratio)
+    return (1 + 2 * w) / (1 + w), w * w / (1 + w), 1 + w, w
+
+
+class DirectFFT:
+    """The real FFT of one periodic grid through two cuFFT plans made once (CuPy only): ``forward(x, out)`` and
+    ``inverse(x, out)`` write into the given arrays; the inverse is unnormalised and destroys ``x``."""
+
+    def __init__(self, xp, shape, dtype):
+        import cupyx.scipy.fft as cufft_api
+        from cupy.cuda import cufft
+        axes = tuple(range(len(shape)))
+        real = xp.empty(shape, dtype)
+        half = xp.empty(half_shape(shape), np.result_type(dtype, np.complex64))
+        self.r2c = cufft_api.get_fft_plan(real, axes=axes, value_type="R2C")
+        self.c2r = cufft_api.get_fft_plan(half, shape=tuple(shape), axes=axes, value_type="C2R")
+        self.forward_flag, self.inverse_flag = cufft.CUFFT_FORWARD, cufft.CUFFT_INVERSE
+
+    def forward(self, x, out):
+        self.r2c.fft(x, out, self.forward_flag)
+        return out
+
+    def inverse(self, x, out):
+        self.c2r.fft(x, out, self.inverse_flag)
+        return out
+
+
+def half_shape(shape) -> tuple[int, ...]:
+    """The shape of the real FFT's output: the last axis n // 2 + 1."""
+    return (*shape[:-1], shape[-1] // 2 + 1)
+
+
+class Buffers:
+    """Arrays kept between steps, handed out by kind so that a step never allocates: ``take(kind, avoid)`` is a
+    buffer of that kind that is none of the arrays in ``avoid`` (the step's inputs), made on first need."""
+
+    def __init__(self, xp):
+        self.xp, self._kinds = xp, {}
+
+    def take(self, kind: str, shape, dtype, avoid=()):
+        pool = self._kinds.setdefault(kind, [])
+        for buf in pool:
+            if not any(buf is a for a in avoid):
+                return buf
+        buf = self.xp.empty(shape, dtype)
+        pool.append(buf)
+        return buf
+
+
+class SpectralStepper:
+    """Semi-implicit stabilised steps of (phi, phi_hat) on NumPy (scipy.fft) or CuPy (cupyx.scipy.fft, or cuFFT
+    plans called directly for periodic grids when ``direct``): ``step`` (first order) and ``step_bdf2``."""
+
+    def __init__(self, xp, shape, dtype, boundary: str, dx: float, gpu: bool, direct: bool = True):
         self.xp, self.shape, self.dtype, self.boundary = xp, tuple(shape), np.dtype(dtype), boundary
         self.real = self.dtype.type
         if gpu:
@@ -71,6 +164,9 @@ class SpectralStepper:
         self.n_cells = int(np.prod(shape))
         if boundary == "periodic":
             self.weights = xp.asarray(rfft_weights(shape))
+        self.direct = bool(direct and gpu and boundary == "periodic")
+        self._direct_fft = None
+        self._buffers = Buffers(xp)
         self._kernels = None
 
     # ---- transforms -------------------------------------------------------------------------
@@ -84,35 +180,132 @@ class SpectralStepper:
             return self.fft.irfftn(phi_hat, s=self.shape)
         return self.fft.idctn(phi_hat, type=2, norm="ortho")
 
-    # ---- the step ---------------------------------------------------------------------------
+    # ---- the steps --------------------------------------------------------------------------
     def step(self, phi, phi_hat, dt: float, m: float, b: float, u: float, K: float, S: float, noise=None):
-        """(phi', phi_hat') after one step of length dt; the inputs are not modified. ``noise``: a real-space
-        increment (the thermal noise of the step) added to the explicit side, so the implicit operator damps its
-        short waves as it damps everything else there."""
+        """(phi', phi_hat') after one first-order step of length dt; the inputs are not modified. ``noise``: a
+        real-space increment (the thermal noise of the step) added to the explicit side, so the implicit
+        operator damps its short waves as it damps everything else there."""
+        new_phi, new_hat, _ = self._first_order(phi, phi_hat, dt, m, b, u, K, S, noise)
+        return new_phi, new_hat
+
+    def step_bdf2(self, phi, phi_hat, history: History | None, dt: float, m: float, b: float, u: float, K: float,
+                  S: float, noise=None):
+        """(phi', phi_hat', history') after one second-order step of length dt from (phi, phi_hat) and the
+        previous step's ``history``; a first-order step when there is none or dt / history.dt > MAX_RATIO (see
+        the module docstring). The inputs (history included) are not modified."""
+        if history is None or not 0 < dt <= MAX_RATIO * history.dt:
+            keep = () if history is None else (history.phi_hat, history.n_hat)
+            new_phi, new_hat, n_hat = self._first_order(phi, phi_hat, dt, m, b, u, K, S, noise, keep)
+        else:
+            new_phi, new_hat, n_hat = self._second_order(phi, phi_hat, history, dt, m, b, u, K, S, noise)
+        return new_phi, new_hat, History(phi_hat, n_hat, dt)
+
+    def _with_noise(self, phi_hat, noise):
+        return phi_hat if noise is None else phi_hat + self.forward(noise)
+
+    def _first_order(self, phi, phi_hat, dt, m, b, u, K, S, noise, keep=()):
+        """(phi', phi_hat', N_hat): N_hat is the transform of the nonlinear term at phi (the next step's history).
+        ``keep``: arrays the step must not overwrite besides its inputs."""
         r = self.real
-        if noise is not None:
-            phi_hat = phi_hat + self.forward(noise)
+        explicit = self._with_noise(phi_hat, noise)
+        if self.direct:
+            n_hat, out_phi = self._nonlinear_direct(phi, u, b + S, avoid=keep)
+            new_hat = self._buffers.take("hat", phi_hat.shape, phi_hat.dtype, avoid=(phi_hat, *keep))
+            scaled = self._buffers.take("scratch", phi_hat.shape, phi_hat.dtype)
+            self._cupy_kernels()[1](explicit, n_hat, self.k2, r(dt * m), r(S), r(K), r(1.0 / self.n_cells),
+                                    new_hat, scaled)
+            return self._direct().inverse(scaled, out_phi), new_hat, n_hat
         if self.gpu:
-            nonlinear, update = self._cupy_kernels()
+            nonlinear = self._cupy_kernels()[0]
             n_hat = self.forward(nonlinear(phi, r(u), r(b + S)))
-            new_hat = update(phi_hat, n_hat, self.k2, r(dt * m), r(S), r(K))
+            new_hat = self._cupy_kernels()[2](explicit, n_hat, self.k2, r(dt * m), r(S), r(K))
         else:
             n_hat = self.forward(r(u) * phi * phi * phi - r(b + S) * phi)
             a = r(dt * m) * self.k2
-            new_hat = (phi_hat - a * n_hat) / (r(1) + a * (r(S) + r(K) * self.k2))
-        return self.inverse(new_hat), new_hat
+            new_hat = (explicit - a * n_hat) / (r(1) + a * (r(S) + r(K) * self.k2))
+        return self.inverse(new_hat), new_hat, n_hat
+
+    def _second_order(self, phi, phi_hat, history: History, dt, m, b, u, K, S, noise):
+        """(phi', phi_hat', N_hat) after one SBDF2 step (module docstring); ``noise`` is added to the rise."""
+        r = self.real
+        c, g, e0, e1 = (r(v) for v in bdf2_coefficients(dt / history.dt))
+        if not self.gpu:
+            n_hat = self.forward(r(u) * phi * phi * phi - r(b + S) * phi)
+            a = r(dt * m) * self.k2
+            d = r(S) + r(K) * self.k2
+            rise = g * (phi_hat - history.phi_hat) - a * (d * phi_hat + (e0 * n_hat - e1 * history.n_hat))
+            if noise is not None:
+                rise = rise + self.forward(noise)
+            new_hat = phi_hat + rise / (c + a * d)
+            return self.inverse(new_hat), new_hat, n_hat
+        if self.direct:
+            n_hat, out_phi = self._nonlinear_direct(phi, u, b + S, avoid=(phi_hat, history.n_hat))
+        else:
+            n_hat = self.forward(self._cupy_kernels()[0](phi, r(u), r(b + S)))
+        args = [phi_hat, history.phi_hat, n_hat, history.n_hat]
+        if noise is not None:
+            args.append(self.forward(noise))
+        args += [self.k2, r(dt * m), r(S), r(K), c, g, e0, e1]
+        kernel = self._bdf2_kernel(noise is not None)
+        if not self.direct:
+            new_hat, _ = kernel(*args, r(1))
+            return self.inverse(new_hat), new_hat, n_hat
+        new_hat = self._buffers.take("hat", phi_hat.shape, phi_hat.dtype, avoid=(phi_hat, history.phi_hat))
+        scaled = self._buffers.take("scratch", phi_hat.shape, phi_hat.dtype)
+        kernel(*args, r(1.0 / self.n_cells), new_hat, scaled)
+        return self._direct().inverse(scaled, out_phi), new_hat, n_hat
+
+    # ---- the CuPy pieces --------------------------------------------------------------------
+    def _direct(self) -> DirectFFT:
+        if self._direct_fft is None:
+            self._direct_fft = DirectFFT(self.xp, self.shape, self.dtype)
+        return self._direct_fft
+
+    def _nonlinear_direct(self, phi, u, bs, avoid):
+        """(N_hat, a real buffer free for phi'): the nonlinear term written into a kept real buffer that is not
+        ``phi``, transformed into a kept half-spectrum buffer that is none of ``avoid``; the real buffer is then
+        free again (the inverse transform writes phi' there)."""
+        r = self.real
+        work = self._buffers.take("real", self.shape, self.dtype, avoid=(phi,))
+        self._cupy_kernels()[0](phi, r(u), r(bs), work)
+        n_hat = self._buffers.take("n_hat", half_shape(self.shape), np.result_type(self.dtype, np.complex64),
+                                   avoid=avoid)
+        self._direct().forward(work, n_hat)
+        return n_hat, work
 
     def _cupy_kernels(self):
+        """(nonlinear, direct first-order update, cupyx first-order update): fused elementwise kernels."""
         if self._kernels is None:
             xp = self.xp
             nonlinear = xp.ElementwiseKernel("T p, T u, T bs", "T n", "n = u * p * p * p - bs * p",
                                              "latticelab_ch_nonlinear")
+            direct = xp.ElementwiseKernel(
+                "C ph, C nh, R k2, R dtm, R stab, R grad, R inv_n", "C out, C scaled",
+                "const R a = dtm * k2; out = (ph - nh * a) / (R(1) + a * (stab + grad * k2)); scaled = out * inv_n;",
+                "latticelab_ch_spectral_update_direct")
             update = xp.ElementwiseKernel(
                 "C ph, C nh, R k2, R dtm, R stab, R grad", "C out",
                 "const R a = dtm * k2; out = (ph - nh * a) / (R(1) + a * (stab + grad * k2));",
                 "latticelab_ch_spectral_update")
-            self._kernels = (nonlinear, update)
+            self._kernels = (nonlinear, direct, update)
         return self._kernels
+
+    def _bdf2_kernel(self, noisy: bool):
+        """The fused SBDF2 update: out = ph + (g (ph - pm) - a (D ph + e0 nh - e1 nm) [+ eta]) / (c + a D) and
+        scaled = out * inv_n (the inverse transform's input)."""
+        key = "bdf2-noise" if noisy else "bdf2"
+        cache = self.__dict__.setdefault("_bdf2_kernels", {})
+        if key not in cache:
+            eta = ", C eta" if noisy else ""
+            plus = " + eta" if noisy else ""
+            cache[key] = self.xp.ElementwiseKernel(
+                f"C ph, C pm, C nh, C nm{eta}, R k2, R dtm, R stab, R grad, R c, R g, R e0, R e1, R inv_n",
+                "C out, C scaled",
+                "const R a = dtm * k2; const R d = stab + grad * k2;"
+                f"out = ph + (g * (ph - pm) - a * (d * ph + (e0 * nh - e1 * nm)){plus}) / (c + a * d);"
+                "scaled = out * inv_n;",
+                f"latticelab_ch_sbdf2_update{'_noise' if noisy else ''}")
+        return cache[key]
 
     # ---- energy -----------------------------------------------------------------------------
     def gradient_energy(self, phi_hat) -> float:
