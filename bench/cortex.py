@@ -8,15 +8,19 @@ k = 100 sources per neuron within r = 64:
 Each case builds ``CortexModel(L, k=100, r=64, seed=1)`` with the default inputs (the thesis's test
 configuration), runs ``--warmup`` steps so the network is in its active regime, then times ``model.step(n)``
 (median of ``--repeats``; the step includes the model's per-step EEG sums and trace record, as in the
-application). The baseline is a plain version of the same update written here (``PlainCortex``): whole-array
-xp operations, nothing fused, the model's stored int32 source lists (k, N) gathered as ``data[sources]``,
-cupy.random normals; it starts from the model's state after the warm-up and is timed in the same run.
+application: on CUDA two launches a step, phase 2 finishing the EEG sums into the trace). The baseline is a
+plain version of the same update written here (``PlainCortex``): whole-array xp operations, nothing fused, the
+network's sources as int32 lists (k, N) (decoded from the model's packed offsets where it uses them) gathered as
+``data[sources]``, cupy.random normals; it starts from the model's state after the warm-up and is timed in the
+same run.
 
-``details`` estimates the bytes per neuron per step the kernels move (phase 1: its per-neuron arrays and
-one ring slot; phase 2: the 4k bytes of source indices, the sources' data bytes once, and the w ring slots of
-the receivers that have a firing source, a fraction measured after the timing) against a device-to-device
-copy measured in the same run, and (CUDA) each phase's kernel time from CUDA events and the CPU time to
-enqueue a step.
+``details`` gives the model's source layout ("packed": 16-bit offsets, four to a 64-bit word, read through
+phase 1's halo of spike codes, for r <= 127; "int32": 4-byte indices) and estimates the bytes per neuron per step
+the kernels move -- phase 1: its per-neuron arrays, one ring slot and (packed) the halo bytes it writes; phase 2:
+the source lists (8 ceil(k/4) bytes packed, 4k int32), the sources' codes once (the halo, or the data bytes) and
+the w ring slots of the receivers that have a firing source, a fraction measured after the timing -- against a
+device-to-device copy measured in the same run, and (CUDA) each phase's kernel time from CUDA events and the CPU
+time to enqueue a step.
 
 ``--backend numpy --small``: a CPU smoke run of every code path at tiny sizes (the tests use it).
 """
@@ -70,7 +74,7 @@ class PlainCortex:
         s, p = model.state, model.params
         f = xp.float32
         self.n, self.k = s.n, s.k
-        self.sources = s.sources                           # int32 (k, N), the model's
+        self.sources = s.source_indices(xp)                # int32 (k, N): the model's, or decoded from its offsets
         self.types = (s.data >> 1) & 1                     # uint8 (N,)
         inh = self.types == 1
         self.inh, self.exc = inh, ~inh
@@ -137,9 +141,9 @@ class PhaseClock:
     def __init__(self, cp, phases):
         self.cp, self.phases, self.records, self.saved = cp, phases, [], []
         for name in ("_phase1", "_phase2"):
-            kernel = getattr(phases, name)
-            self.saved.append((name, kernel))
-            setattr(phases, name, self._timed(kernel, name.strip("_")))
+            kernels = getattr(phases, name)                 # {layout is packed: kernel}
+            self.saved.append((name, kernels))
+            setattr(phases, name, {key: self._timed(kernel, name.strip("_")) for key, kernel in kernels.items()})
 
     def _timed(self, kernel, name):
         def launch(*args, **kwargs):
@@ -151,8 +155,8 @@ class PhaseClock:
         return launch
 
     def restore(self) -> dict[str, float]:
-        for name, kernel in self.saved:
-            setattr(self.phases, name, kernel)
+        for name, kernels in self.saved:
+            setattr(self.phases, name, kernels)
         self.cp.cuda.Device().synchronize()
         totals: dict[str, float] = {}
         for name, start, end in self.records:
@@ -164,19 +168,26 @@ def active_fraction(xp, model, steps: int) -> float:
     """Mean fraction of receivers with at least one source firing in a step (the ones phase 2 writes w ring
     slots for), over ``steps`` further steps."""
     s = model.state
+    sources = s.source_indices(xp)
     total = 0.0
     for _ in range(steps):
         model.step(1)
         fired = (s.data & 1).astype(bool)
-        total += float(fired[s.sources].any(axis=0).mean())
+        total += float(fired[sources].any(axis=0).mean())
     return total / steps
 
 
-def bytes_per_neuron(k: int, w: int, active: float) -> dict:
-    """Estimated device-memory bytes per neuron per step, by kernel (module docstring)."""
-    phase2 = 4 * k + 1 + active * 8 * w
-    return {"phase1": PHASE1_BYTES, "phase2_sources": 4 * k, "phase2_data": 1,
-            "phase2_ring": round(active * 8 * w, 2), "total": round(PHASE1_BYTES + phase2, 2)}
+def bytes_per_neuron(k: int, w: int, active: float, layout: str = "int32", L: int = 1, r: int = 0) -> dict:
+    """Estimated device-memory bytes per neuron per step, by kernel (module docstring). Packed: phase 1 also
+    writes the halo ((L + 2r)^2 / L^2 bytes a neuron), phase 2 reads 8 ceil(k/4) bytes of offsets and the halo."""
+    if layout == "packed":
+        halo = (L + 2 * r) ** 2 / (L * L)
+        phase1, sources, codes = PHASE1_BYTES + halo, 8 * ((k + 3) // 4), halo
+    else:
+        phase1, sources, codes = PHASE1_BYTES, 4 * k, 1
+    ring = active * 8 * w
+    return {"phase1": round(phase1, 2), "phase2_sources": sources, "phase2_data": round(codes, 2),
+            "phase2_ring": round(ring, 2), "total": round(phase1 + sources + codes + ring, 2)}
 
 
 # ---- a case ---------------------------------------------------------------------------------------------------
@@ -233,9 +244,11 @@ def run_case(backend, name: str, spec: dict, args, bandwidth: float) -> dict:
 
     # the bytes the kernels move, against the copy bandwidth
     active = active_fraction(xp, model, 2 if small else 10)
-    moved = bytes_per_neuron(k, w, active)
+    layout = model.state.layout
+    moved = bytes_per_neuron(k, w, active, layout, L, r)
     per_step_bytes = moved["total"] * n
     details.update({
+        "layout": layout,
         "active_receiver_fraction": round(active, 4),
         "bytes_per_neuron_per_step": moved,
         "bytes_per_step": int(per_step_bytes),
@@ -280,7 +293,8 @@ def main(args) -> int:
         case = run_case(backend, name, CASES[name], args, bandwidth)
         d = case["details"]
         print(f"  {case['case']}: {case['value']} steps/s ({d['ms_per_step']} ms/step, "
-              f"{d['bytes_per_neuron_per_step']['total']} B/neuron, {100 * d['bandwidth_fraction']:.0f}% of copy "
+              f"{d['bytes_per_neuron_per_step']['total']} B/neuron ({d['layout']}), "
+              f"{100 * d['bandwidth_fraction']:.0f}% of copy "
               f"bandwidth, kernels {d.get('kernel_ms_per_step', '-')}); plain {case['baseline_value']} steps/s, "
               f"x{case['ratio']}", flush=True)
         cases.append(case)

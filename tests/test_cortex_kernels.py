@@ -98,8 +98,9 @@ def random_state(xp, L: int, k: int, r: int, seed: int, ev_idx: int) -> CortexSt
 
 
 def host_state(s: CortexState) -> CortexState:
-    return CortexState(L=s.L, k=s.k, ev_idx=s.ev_idx, **{f: to_numpy(getattr(s, f)).copy() for f in
-                                                         ("sources", "data", "tv", "delay", "v", "u", "ev")})
+    arrays = {f: None if getattr(s, f) is None else to_numpy(getattr(s, f)).copy()
+              for f in ("sources", "data", "tv", "delay", "v", "u", "ev", "packed", "halo")}
+    return CortexState(L=s.L, k=s.k, ev_idx=s.ev_idx, pad=s.pad, **arrays)
 
 
 def assert_same(a: CortexState, b: CortexState):

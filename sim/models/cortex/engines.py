@@ -12,6 +12,11 @@ amplitude W(t) = A exp(-t / tau) of the source's type.
 
 ``CortexState`` holds the arrays on the model's device; ``NumpyPhases`` and ``CudaPhases`` update it in place.
 ``CudaPhases`` runs on CuPy or on the CPU emulator of the kernels (sim/gpu/emulate.py), whose arrays are NumPy's.
+
+The source lists are stored either as int32 indices (k, N) (``sources``; NumPy, and CUDA with r > 127) or as
+packed 16-bit offsets with phase 1's halo array of spike codes (``packed``, ``halo``; CUDA with r <= 127, half
+the bytes phase 2 reads per source; network.py describes the layout). Both give the same counts, so the same
+spike trains.
 """
 from __future__ import annotations
 
@@ -24,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from latticelab.sim.gpu.philox import split64
-from latticelab.sim.models.cortex.network import CONSTANTS
+from latticelab.sim.models.cortex.network import (CONSTANTS, PACKED_MAX_RADIUS, halo_codes, halo_side,
+                                                  packed_words, unpack_sources)
 from latticelab.sim.models.cortex.numbers import TAG_INPUT, normal_pair, threshold32, words
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
@@ -86,7 +92,7 @@ class CortexState:
     """The arrays of a running network (on the model's device) and the ring position."""
     L: int
     k: int
-    sources: Any       # int32 (k, N)
+    sources: Any       # int32 (k, N), or None with the packed layout
     data: Any          # uint8 (N,): bit 0 fired in the last step, bit 1 type (1 inhibitory)
     tv: Any            # float32 (2, N)
     delay: Any         # uint8 (N,)
@@ -94,10 +100,35 @@ class CortexState:
     u: Any             # float32 (N,)
     ev: Any            # float32 (EV_MAX, N)
     ev_idx: int = 0
+    packed: Any = None  # uint64 (ceil(k/4), N): the packed offsets (network.py), or None
+    halo: Any = None    # uint8 ((L + 2 pad)^2,): the spike codes phase 1 writes for the packed layout, or None
+    pad: int = 0        # the halo's margin: r
 
     @property
     def n(self) -> int:
         return self.L * self.L
+
+    @property
+    def layout(self) -> str:
+        return "packed" if self.packed is not None else "int32"
+
+    def source_indices(self, xp):
+        """int32 (k, N) absolute source indices on ``xp`` (decoded from the packed offsets if need be)."""
+        if self.packed is None:
+            return self.sources
+        return unpack_sources(xp, self.packed, self.L, self.k)
+
+    def refresh_halo(self, xp) -> None:
+        """Rewrite the halo from the data bytes (phase 1 does this each step; for a state set from outside)."""
+        if self.halo is not None:
+            self.halo[...] = halo_codes(xp, self.data, self.L, self.pad)
+
+
+def layout_bytes_per_neuron(k: int, L: int, r: int, layout: str) -> float:
+    """Device bytes per neuron of the source storage: 4k (int32), or 8 ceil(k/4) plus the halo (packed)."""
+    if layout == "packed":
+        return 8 * packed_words(k) + halo_side(L, r) ** 2 / (L * L)
+    return 4 * k
 
 
 # ---- NumPy ------------------------------------------------------------------------------------------------------
@@ -209,43 +240,105 @@ def grid_for(count: int, threads: int = THREADS, most: int = 65535) -> int:
 
 
 class CudaPhases:
-    """The two phases as kernels/phase1.cu and kernels/phase2.cu on ``xp`` (CuPy or the emulator's stand-in)."""
+    """The two phases as kernels/phase1.cu and kernels/phase2.cu on ``xp`` (CuPy or the emulator's stand-in).
 
-    def __init__(self, xp, threads: int = THREADS, blocks: int | None = None):
+    ``layout``: "auto" (packed offsets for r <= 127, int32 lists beyond), "packed" (refuses r > 127) or "int32";
+    the model asks ``layout_for(r)`` when it builds the network. ``step`` is the model's step: the two launches,
+    phase 2 also finishing the EEG sums into the trace (no other device operation per step)."""
+
+    def __init__(self, xp, threads: int = THREADS, blocks: int | None = None, layout: str = "auto"):
         from latticelab.sim.gpu.kernels import get_kernel
+        if layout not in ("auto", "packed", "int32"):
+            raise ValueError(f"layout must be 'auto', 'packed' or 'int32'; got {layout!r}")
         self.xp = xp
         self.threads = threads
         self.blocks = blocks          # None: enough for one neuron per thread (at most 65535 blocks)
-        p1 = f"cortex_phase1<{threads}>"
-        p2 = f"cortex_phase2<{threads}, {UNROLL}>"
-        self._phase1 = get_kernel(xp, KERNEL_DIR / "phase1.cu", p1, (p1,))
-        self._phase2 = get_kernel(xp, KERNEL_DIR / "phase2.cu", p2, (p2,))
+        self.layout = layout
+        p1 = (f"cortex_phase1<{threads}, false>", f"cortex_phase1<{threads}, true>")
+        p2 = (f"cortex_phase2<{threads}, {UNROLL}>", f"cortex_phase2_packed<{threads}, {UNROLL}>")
+        self._phase1 = {False: get_kernel(xp, KERNEL_DIR / "phase1.cu", p1[0], p1),
+                        True: get_kernel(xp, KERNEL_DIR / "phase1.cu", p1[1], p1)}
+        self._phase2 = {False: get_kernel(xp, KERNEL_DIR / "phase2.cu", p2[0], p2),
+                        True: get_kernel(xp, KERNEL_DIR / "phase2.cu", p2[1], p2)}
         self._partials = None
         self._table = None
-        self._table_host = None
+        self._table_source = None
+        self._dummy = {"u8": xp.zeros(1, xp.uint8), "f64": xp.zeros(4, xp.float64)}
+
+    def layout_for(self, r: int) -> str:
+        """The source layout for radius r: "packed" or "int32" (``layout`` "packed" with r > 127 raises
+        ValueError naming r)."""
+        if self.layout == "int32":
+            return "int32"
+        if r > PACKED_MAX_RADIUS:
+            if self.layout == "packed":
+                raise ValueError(f"r = {r}: the packed source layout holds offsets up to {PACKED_MAX_RADIUS} "
+                                 f"(one signed byte each); use layout 'auto' or 'int32' for larger r")
+            return "int32"
+        return "packed"
 
     def _grid(self, n: int) -> int:
         return self.blocks or grid_for(n, self.threads)
 
-    def phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs):
-        """Phase 1 in place; returns the three sums as a device array (float64 [3])."""
+    def _launch_phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, union=None) -> int:
         xp = self.xp
         grid = self._grid(s.n)
         if self._partials is None or self._partials.size != 3 * grid:
             self._partials = xp.zeros(3 * grid, xp.float64)
         seed_lo, seed_hi = split64(seed)
         step_lo, step_hi = split64(step)
-        u32, f32 = np.uint32, np.float32
-        self._phase1((grid,), (self.threads,), (
-            s.v, s.u, s.data, s.tv, s.delay, s.ev, self._partials, np.int32(s.n), np.int32(s.ev_idx),
+        u32, f32, i32 = np.uint32, np.float32, np.int32
+        packed = s.packed is not None
+        halo = s.halo if packed else self._dummy["u8"]
+        self._phase1[packed]((grid,), (self.threads,), (
+            s.v, s.u, s.data, s.tv, s.delay, s.ev, self._partials, i32(s.n), i32(s.ev_idx),
             u32(seed_lo), u32(seed_hi), u32(step_lo), u32(step_hi), f32(inputs.current[0]), f32(inputs.current[1]),
-            f32(inputs.noise[0]), f32(inputs.noise[1]), f32(inputs.boost), u32(inputs.boost_threshold)))
+            f32(inputs.noise[0]), f32(inputs.noise[1]), f32(inputs.boost), u32(inputs.boost_threshold),
+            halo, i32(s.L), i32(s.pad), self._dummy["u8"] if union is None else union, i32(union is not None)))
+        return grid
+
+    def phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, union=None):
+        """Phase 1 in place; returns the three sums as a device array (float64 [3]). ``union``: a uint8 (N,)
+        array whose bytes of the firing neurons are set to 1."""
+        grid = self._launch_phase1(s, seed, step, inputs, union)
         return self._partials.reshape(3, grid).sum(axis=1)
 
-    def phase2(self, s: CortexState, table: np.ndarray, w: int) -> None:
+    def phase2(self, s: CortexState, table: np.ndarray, w: int, record: "Record | None" = None) -> None:
+        """Phase 2 in place. ``record``: also finish the last phase 1's EEG sums into the trace (Record)."""
         xp = self.xp
-        if self._table_host is None or not np.array_equal(self._table_host, table):
-            self._table_host = np.array(table, np.float32, copy=True)
-            self._table = xp.asarray(self._table_host.reshape(-1))
-        self._phase2((self._grid(s.n),), (self.threads,), (
-            s.sources, s.data, s.ev, self._table, np.int32(s.n), np.int32(s.k), np.int32(s.ev_idx), np.int32(w)))
+        if table is not self._table_source:           # the model makes a new table on each change
+            self._table_source = table
+            self._table = xp.asarray(np.array(table, np.float32).reshape(-1))
+        i32, f64 = np.int32, np.float64
+        if record is None:
+            tail = (i32(0), self._dummy["f64"], i32(0), s.v, i32(0), f64(0), f64(0), self._dummy["f64"], i32(0),
+                    self._dummy["f64"])
+        else:
+            tail = (i32(1), self._partials, i32(self._partials.size // 3), s.v, i32(record.probe),
+                    f64(record.scale_e), f64(record.scale_i), record.trace, i32(record.slot), record.last)
+        if s.packed is not None:
+            head = (s.packed, s.halo, s.ev, self._table, i32(s.n), i32(s.L), i32(s.pad), i32(s.k), i32(s.ev_idx),
+                    i32(w))
+        else:
+            head = (s.sources, s.data, s.ev, self._table, i32(s.n), i32(s.k), i32(s.ev_idx), i32(w))
+        self._phase2[s.packed is not None]((self._grid(s.n),), (self.threads,), head + tail)
+
+    def step(self, s: CortexState, seed: int, step: int, inputs: Inputs, table: np.ndarray, w: int,
+             record: "Record", union=None) -> None:
+        """One whole step: phase 1, ring index + 1, phase 2 with the EEG record -- two launches."""
+        self._launch_phase1(s, seed, step, inputs, union)
+        s.ev_idx = (s.ev_idx + 1) % EV_MAX
+        self.phase2(s, table, w, record)
+
+
+@dataclass
+class Record:
+    """Where phase 2 writes a step's observables: ``last`` (float64 [3]: eeg, firing_e, firing_i) and row
+    ``slot`` of ``trace`` (float64 (rows, 4): the same and v of neuron ``probe``), scaled by 1 / the number of
+    excitatory (eeg, firing_e) and inhibitory (firing_i) neurons."""
+    trace: Any
+    slot: int
+    last: Any
+    probe: int
+    scale_e: float
+    scale_i: float

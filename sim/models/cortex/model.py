@@ -4,9 +4,13 @@
 (engines.CortexState) and steps it with the NumPy phases or, on CuPy, the CUDA kernels (engines.py). Each
 step also records the pseudo-EEG (mean membrane potential of the excitatory neurons, mV) and the fractions
 of firing excitatory and inhibitory neurons in a ring of recent steps on the device (``trace``), so a batch run or
-a plot dock can take many steps' values in one copy.
+a plot dock can take many steps' values in one copy. On CUDA a step is two kernel launches and nothing else
+(phase 2 writes the trace row), and ``advance(n)`` (a window frame) copies the frame's observables once; the
+source lists are packed 16-bit offsets for r <= 127 (network.py), int32 indices beyond.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -14,10 +18,12 @@ from latticelab.sim.backend import to_numpy
 from latticelab.sim.gpu.kernels import get_kernel
 from latticelab.sim.gpu.philox import split64
 from latticelab.sim.memory import check_fits
-from latticelab.sim.model import EffectiveValue, Impulse, Model, Observable, SignalColumn
+from latticelab.sim.model import EffectiveValue, Impulse, Model, Observable, SignalColumn, StepBatch
 from latticelab.sim.models.cortex.engines import (EV_MAX, KERNEL_DIR, V_PEAK, CortexState, CudaPhases, Inputs,
-                                                  NumpyPhases, grid_for, washout_tables)
-from latticelab.sim.models.cortex.network import connect, dynamics, make_neurons
+                                                  NumpyPhases, Record, grid_for, layout_bytes_per_neuron,
+                                                  washout_tables)
+from latticelab.sim.models.cortex.network import (PACKED_MAX_RADIUS, connect, dynamics, halo_side, make_neurons,
+                                                  packed_words)
 from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cortex.params import CortexParams
 from latticelab.sim.params import ParameterError
@@ -27,9 +33,16 @@ V_LOW, V_HIGH = -80.0, 30.0         # the picture's range (mV)
 TRACE_STEPS = 16384                 # steps of EEG and firing fractions kept on the device
 
 
-def bytes_per_neuron(k: int) -> int:
-    """Device memory per neuron: sources 4k, ring 4 EV_MAX, v, u, tv 16, data and delay 2, NumPy temporaries."""
-    return 4 * k + 4 * EV_MAX + 18 + 16
+def bytes_per_neuron(k: int, L: int | None = None, r: int | None = None, layout: str = "int32") -> float:
+    """Device memory per neuron: the source lists (int32: 4k; packed: 8 ceil(k/4) and the halo of spike codes,
+    (L + 2r)^2 / L^2 bytes), ring 4 EV_MAX, v, u, tv 16, data and delay 2, temporaries 16."""
+    lists = 4 * k if layout == "int32" else layout_bytes_per_neuron(k, L, r, layout)
+    return lists + 4 * EV_MAX + 18 + 16
+
+
+def cuda_layout(r: int) -> str:
+    """The source layout a CUDA model uses by default: packed 16-bit offsets for r <= 127, else int32."""
+    return "packed" if r <= PACKED_MAX_RADIUS else "int32"
 
 
 # Building the connections on NumPy (network.connect, in chunks of about 2^20 connections, at least one slot of
@@ -87,11 +100,12 @@ class CortexModel(Model):
     @classmethod
     def estimate_bytes(cls, params: CortexParams, backend_name: str) -> int:
         """Peak bytes from L and k: the larger of building the connections (the int32 sources plus one chunk's
-        scratch; on a GPU kernels/connect.cu writes the sources directly) and running (bytes_per_neuron)."""
+        scratch; on a GPU kernels/connect.cu writes the sources, or the packed offsets for r <= 127, directly)
+        and running (bytes_per_neuron)."""
         n, k = params.L ** 2, params.k
-        running = bytes_per_neuron(k) * n
         if backend_name == "cuda":
-            return running
+            return int(math.ceil(bytes_per_neuron(k, params.L, params.r, cuda_layout(params.r)) * n))
+        running = bytes_per_neuron(k) * n
         slots_per_chunk = min(k, max(1, CONNECT_CHUNK // n))
         building = (4 * k + CONNECT_BYTES_PER_CONNECTION * slots_per_chunk + 24) * n
         return max(building, running)
@@ -138,10 +152,13 @@ class CortexModel(Model):
         xp = self.xp
         neurons = make_neurons(p.seed, p.L ** 2, p.excitatory_fraction)
         self._types = neurons.types
+        sources, packed, halo, pad = self._make_sources()
         self.state = CortexState(
-            L=p.L, k=p.k, sources=self._make_sources(), data=xp.asarray(neurons.types << 1),
+            L=p.L, k=p.k, sources=sources, data=xp.asarray(neurons.types << 1),
             tv=xp.asarray(neurons.tv), delay=xp.asarray(neurons.delay), v=xp.asarray(neurons.v),
-            u=xp.asarray(neurons.u), ev=xp.zeros((EV_MAX, p.L ** 2), xp.float32), ev_idx=0)
+            u=xp.asarray(neurons.u), ev=xp.zeros((EV_MAX, p.L ** 2), xp.float32), ev_idx=0,
+            packed=packed, halo=halo, pad=pad)
+        self.state.refresh_halo(self._phases.xp)
         self._n_exc = int(np.count_nonzero(neurons.types == 0))
         self._n_inh = p.L ** 2 - self._n_exc
         self._scale = np.array([1.0 / max(self._n_exc, 1), 1.0 / max(self._n_exc, 1), 1.0 / max(self._n_inh, 1)])
@@ -155,17 +172,28 @@ class CortexModel(Model):
         self._apply_inputs()
 
     def _make_sources(self):
+        """(sources, packed, halo, pad): int32 lists (NumPy; CUDA with r > 127) or, on CUDA with r <= 127, the
+        packed offsets and an empty halo of margin r (CudaPhases.layout_for)."""
         p = self._params
         if isinstance(self._phases, CudaPhases):
             xp = self._phases.xp
-            name = "cortex_connect<256>"
-            kernel = get_kernel(xp, KERNEL_DIR / "connect.cu", name, (name,))
-            sources = xp.empty((p.k, p.L ** 2), xp.int32)
+            try:
+                layout = self._phases.layout_for(p.r)
+            except ValueError as exc:
+                raise ParameterError("r", str(exc)) from None
+            names = ("cortex_connect<256>", "cortex_connect_packed<256>")
             lo, hi = split64(p.seed)
-            kernel((grid_for(p.k * p.L ** 2),), (256,), (sources, np.int32(p.L), np.int32(p.k), np.int32(p.r),
-                                                         np.float64(p.r / 3.0), np.uint32(lo), np.uint32(hi)))
-            return sources
-        return self.xp.asarray(connect(p.seed, p.L, p.k, p.r))
+            args = (np.int32(p.L), np.int32(p.k), np.int32(p.r), np.float64(p.r / 3.0), np.uint32(lo), np.uint32(hi))
+            if layout == "packed":
+                kernel = get_kernel(xp, KERNEL_DIR / "connect.cu", names[1], names)
+                packed = xp.empty((packed_words(p.k), p.L ** 2), xp.uint64)
+                kernel((grid_for(packed.size),), (256,), (packed,) + args)
+                return None, packed, xp.zeros(halo_side(p.L, p.r) ** 2, xp.uint8), p.r
+            kernel = get_kernel(xp, KERNEL_DIR / "connect.cu", names[0], names)
+            sources = xp.empty((p.k, p.L ** 2), xp.int32)
+            kernel((grid_for(sources.size),), (256,), (sources,) + args)
+            return sources, None, None, 0
+        return self.xp.asarray(connect(p.seed, p.L, p.k, p.r)), None, None, 0
 
     def _sums_to_observables(self, sums):
         """[eeg, firing_e, firing_i] from [sum of excitatory v, firing excitatory, firing inhibitory]."""
@@ -180,8 +208,19 @@ class CortexModel(Model):
         """Advance n steps of 1 ms (phase 1, ring index + 1, phase 2 each; Algorithm 60)."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
+        self._steps(int(n))
+
+    def _steps(self, n: int, union=None) -> None:
         s, seed = self.state, self._params.seed
-        for _ in range(int(n)):
+        if isinstance(self._phases, CudaPhases):
+            # two launches a step; phase 2 finishes the EEG sums into the trace and ``_last`` itself
+            record = Record(self._trace, 0, self._last, self._probe, float(self._scale[0]), float(self._scale[2]))
+            for _ in range(n):
+                record.slot = self._step_count % TRACE_STEPS
+                self._phases.step(s, seed, self._step_count, self._inputs, self._table, self._w, record, union)
+                self._step_count += 1
+            return
+        for _ in range(n):
             sums = self._phases.phase1(s, seed, self._step_count, self._inputs)
             s.ev_idx = (s.ev_idx + 1) % EV_MAX
             self._phases.phase2(s, self._table, self._w)
@@ -190,6 +229,33 @@ class CortexModel(Model):
             self._trace[slot, :3] = self._last
             self._trace[slot, 3] = s.v[self._probe]
             self._step_count += 1
+
+    def advance(self, n: int, wait: bool = True) -> StepBatch:
+        """n steps for a frame (the same trajectory as n calls of ``step(1)``): on the kernels, the union of the
+        neurons that fired is set by phase 1 and the observables come from the device trace in one copy per
+        frame (per TRACE_STEPS steps); on NumPy, the default step by step."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n: must be a positive integer number of steps; got {n!r}")
+        if not isinstance(self._phases, CudaPhases):
+            return super().advance(n)
+        xp = self._phases.xp
+        n = int(n)
+        union = xp.zeros(self.n_neurons, xp.uint8)
+        first = self._step_count
+        rows = []
+        while self._step_count < first + n:
+            start = self._step_count
+            chunk = min(first + n - start, TRACE_STEPS)
+            self._steps(chunk, union)
+            a, b = start % TRACE_STEPS, start % TRACE_STEPS + chunk
+            if b <= TRACE_STEPS:
+                rows.append(to_numpy(self._trace[a:b, :3]))
+            else:
+                rows += [to_numpy(self._trace[a:, :3]), to_numpy(self._trace[:b - TRACE_STEPS, :3])]
+        values = np.concatenate(rows)
+        times = np.arange(first + 1, first + n + 1, dtype=np.float64)
+        observed = {"eeg": values[:, 0].copy(), "firing_e": values[:, 1].copy(), "firing_i": values[:, 2].copy()}
+        return StepBatch(n, times, observed, union.view(xp.bool_).reshape(self.shape))
 
     def changed(self):
         """Neurons that fired in the last step."""
@@ -271,7 +337,7 @@ class CortexModel(Model):
 
     def edges(self) -> np.ndarray:
         """(N k, 2) int64 [source, receiver] of every connection (host; large: N k rows)."""
-        sources = to_numpy(self.state.sources)
+        sources = to_numpy(self.state.source_indices(self._phases.xp))
         receivers = np.broadcast_to(np.arange(self.n_neurons), sources.shape)
         return np.column_stack([sources.reshape(-1).astype(np.int64), receivers.reshape(-1).astype(np.int64)])
 
@@ -323,7 +389,8 @@ class CortexModel(Model):
         s.v, s.u, s.data, s.ev = (xp.asarray(values[k]) for k in ("v", "u", "data", "ev"))
         s.ev_idx = ev_idx
         model._step_count = step_count
-        model._last = xp.asarray(values["last"])
+        model._last = xp.array(values["last"], dtype=xp.float64, copy=True)
+        s.refresh_halo(model._phases.xp)
         model._drained = step_count
         return model
 

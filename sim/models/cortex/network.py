@@ -8,7 +8,8 @@ Layout (N = L*L neurons, flat index y*L + x):
                             inhibitory one; the other two are constants (CONSTANTS)
     delay    uint8 (N,)    synaptic delay of the receiving neuron, 5 .. 15 ms
     v, u     float32 (N,)  initial membrane potential 30 - 95 r (in (-65, 30]) and recovery b v
-    sources  int32 (k, N)  sources[j, i]: the j-th source of receiver i (consecutive receivers adjacent)
+    sources  int32 (k, N)  sources[j, i]: the j-th source of receiver i (consecutive receivers adjacent); on a
+                            CUDA device with r <= 127 stored instead as packed 16-bit offsets (below)
 """
 from __future__ import annotations
 
@@ -84,11 +85,29 @@ def connect(seed: int, L: int, k: int, r: int) -> np.ndarray:
     per_chunk = max(1, (1 << 20) // n)
     for j0 in range(0, k, per_chunk):
         j1 = min(k, j0 + per_chunk)
-        sources[j0:j1] = _connect_slots(seed, L, r, j0, j1)
+        dx, dy = _connect_slots(seed, L, r, j0, j1)
+        receiver = np.arange(n, dtype=np.int64)[None, :]
+        x, y = receiver % L, receiver // L
+        sources[j0:j1] = ((y + dy) % L) * L + (x + dx) % L
     return sources
 
 
-def _connect_slots(seed: int, L: int, r: int, j0: int, j1: int) -> np.ndarray:
+def connect_offsets(seed: int, L: int, k: int, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """(dx, dy), int8 (k, L*L) each: the offsets of the sources ``connect`` gives, as drawn (|dx|, |dy| <= r),
+    for r <= PACKED_MAX_RADIUS (the twin of kernels/connect.cu's packed kernel)."""
+    check_packable(r)
+    n = L * L
+    dx = np.empty((k, n), np.int8)
+    dy = np.empty((k, n), np.int8)
+    per_chunk = max(1, (1 << 20) // n)
+    for j0 in range(0, k, per_chunk):
+        j1 = min(k, j0 + per_chunk)
+        dx[j0:j1], dy[j0:j1] = _connect_slots(seed, L, r, j0, j1)
+    return dx, dy
+
+
+def _connect_slots(seed: int, L: int, r: int, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
+    """The drawn offsets (dx, dy), int64 (j1 - j0, L*L), of source slots j0 .. j1-1 of every receiver."""
     n = L * L
     sigma = r / 3.0
     slot, receiver = np.divmod(np.arange(j0 * n, j1 * n, dtype=np.int64), n)
@@ -102,8 +121,76 @@ def _connect_slots(seed: int, L: int, r: int, j0: int, j1: int) -> np.ndarray:
         ok = (ox * ox + oy * oy <= r * r) & ((ox != 0) | (oy != 0))
         dx[pending[ok]], dy[pending[ok]] = ox[ok], oy[ok]
         pending = pending[~ok]
+    return dx.reshape(j1 - j0, n), dy.reshape(j1 - j0, n)
+
+
+# ---- packed source lists (the CUDA layout for r <= 127) -----------------------------------------------------
+# Each source is stored as its offset from the receiver, dx and dy one signed byte each (a 16-bit lane: dx in
+# the low byte, dy in the high byte), four lanes to a 64-bit word: packed[m, i] holds sources 4m .. 4m+3 of
+# receiver i in lanes 0 .. 3 (lanes beyond k are 0 and never read). Consecutive receivers are at consecutive
+# words, so a warp reads 256 contiguous bytes per load (figure 8.3's coalescing, at 2 bytes a source instead of 4).
+# The source of lane (dx, dy) is read from the halo copy of the spike codes: an (L + 2r)^2 byte array holding the
+# periodic grid with r extra rows and columns on each side, so receiver i = (x, y) finds it at
+# (y + r + dy) (L + 2r) + x + r + dx without wrapping.
+PACKED_MAX_RADIUS = 127
+LANES = 4
+
+
+def check_packable(r: int) -> None:
+    if not 1 <= r <= PACKED_MAX_RADIUS:
+        raise ValueError(f"r = {r}: packed source offsets hold |dx|, |dy| <= {PACKED_MAX_RADIUS} (one signed byte "
+                         f"each); use the int32 source lists for r > {PACKED_MAX_RADIUS}")
+
+
+def packed_words(k: int) -> int:
+    """64-bit words per receiver: ceil(k / 4)."""
+    return (k + LANES - 1) // LANES
+
+
+def pack_offsets(dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """uint64 (ceil(k/4), N) from int8 offsets (k, N) (layout above)."""
+    k, n = dx.shape
+    lanes = np.zeros((packed_words(k) * LANES, n, 2), np.int8)
+    lanes[:k, :, 0], lanes[:k, :, 1] = dx, dy
+    # lanes (4m + q, i, byte) -> word (m, i), lane q: bytes in the order (m, i, q, byte)
+    words = lanes.reshape(packed_words(k), LANES, n, 2).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(words).reshape(packed_words(k), n, 2 * LANES).view(np.uint64)[:, :, 0]
+
+
+def unpack_offsets(xp, packed, k: int):
+    """(dx, dy) as int32 (k, N) arrays of ``xp`` from a packed array (of ``xp``)."""
+    words, n = packed.shape
+    lanes = packed.view(xp.int8).reshape(words, n, LANES, 2).transpose(0, 2, 1, 3).reshape(words * LANES, n, 2)
+    return lanes[:k, :, 0].astype(xp.int32), lanes[:k, :, 1].astype(xp.int32)
+
+
+def unpack_sources(xp, packed, L: int, k: int):
+    """int32 (k, L*L) absolute source indices (as ``connect`` gives) from a packed array of ``xp``."""
+    dx, dy = unpack_offsets(xp, packed, k)
+    receiver = xp.arange(L * L, dtype=xp.int32)[None, :]
     x, y = receiver % L, receiver // L
-    return (((y + dy) % L) * L + (x + dx) % L).astype(np.int32).reshape(j1 - j0, n)
+    return (((y + dy) % L) * L + (x + dx) % L).astype(xp.int32)
+
+
+def halo_side(L: int, r: int) -> int:
+    return L + 2 * r
+
+
+def halo_index(xp, L: int, r: int):
+    """int64 ((L + 2r)^2,): the neuron whose code each halo byte holds (the periodic grid, padded by r)."""
+    side = (xp.arange(halo_side(L, r), dtype=xp.int64) - r) % L
+    return (side[:, None] * L + side[None, :]).reshape(-1)
+
+
+HALO_EXCITATORY, HALO_INHIBITORY = 1, 32     # halo codes of a firing neuron (0: silent)
+
+
+def halo_codes(xp, data, L: int, r: int):
+    """uint8 ((L + 2r)^2,): the halo array phase 1 writes, from the data bytes (bit 0 fired, bit 1 type):
+    1 for a firing excitatory neuron, 32 for a firing inhibitory one, 0 otherwise."""
+    fired, inh = (data & 1) == 1, (data & 2) == 2
+    codes = xp.where(fired, xp.where(inh, HALO_INHIBITORY, HALO_EXCITATORY), 0).astype(xp.uint8)
+    return codes[halo_index(xp, L, r)]
 
 
 def offset_probabilities(r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -10,18 +10,25 @@
 //
 // Each block leaves three partial sums for the pseudo-EEG in partials[b], partials[G + b], partials[2G + b]
 // (G = gridDim.x): the membrane potentials of the excitatory neurons and the numbers of firing excitatory and
-// inhibitory neurons; the host adds the G partials on the device and copies three numbers.
+// inhibitory neurons; phase 2's block 0 adds the G partials (phase2.cu cortex_record).
+//
+// HALO (the packed source layout, r <= 127): each neuron also writes its spike code (1 firing excitatory, 32
+// firing inhibitory, 0 silent) into the halo array, an (L + 2 pad)^2 copy of the periodic grid with pad extra
+// rows and columns on each side (network.py), at its own place and at its periodic copies near the edges (at
+// most four bytes), so phase 2 finds any source within pad of its receiver without wrapping.
+// want_union != 0: a firing neuron also sets its byte of fired_union (the frame's union of spikes).
 #include "cortex_math.cuh"
 
 #define CORTEX_EV_MAX 75    // ring length: the longest washout (60) + the longest delay (15)
 
-template <int THREADS>
+template <int THREADS, bool HALO>
 __global__ void __launch_bounds__(THREADS) cortex_phase1(
     float* __restrict__ v, float* __restrict__ u, unsigned char* __restrict__ data, const float* __restrict__ tv,
     const unsigned char* __restrict__ delay, float* __restrict__ ev, double* __restrict__ partials, const int n,
     const int ev_idx, const unsigned int seed_lo, const unsigned int seed_hi, const unsigned int step_lo,
     const unsigned int step_hi, const float current_e, const float current_i, const float noise_e,
-    const float noise_i, const float boost, const unsigned int boost_threshold)
+    const float noise_i, const float boost, const unsigned int boost_threshold, unsigned char* __restrict__ halo,
+    const int L, const int pad, unsigned char* __restrict__ fired_union, const int want_union)
 {
     __shared__ double v_sum[THREADS];
     __shared__ int fired_e[THREADS], fired_i[THREADS];
@@ -60,6 +67,21 @@ __global__ void __launch_bounds__(THREADS) cortex_phase1(
         u[i] = __fadd_rn(ui, du);
         ev[at] = 0.0f;
         data[i] = (unsigned char)((type << 1) | fired);
+        if (HALO) {
+            const unsigned char code = fired ? (type ? 32 : 1) : 0;
+            const int x = i % L, y = i / L, side = L + 2 * pad;
+            const int hx = x + pad, hy = y + pad;
+            // the second copy of a column (row) within pad of an edge, -1 if none (2 pad <= L: at most one)
+            const int hx2 = x < pad ? hx + L : (x >= L - pad ? hx - L : -1);
+            const int hy2 = y < pad ? hy + L : (y >= L - pad ? hy - L : -1);
+            halo[(long long)hy * side + hx] = code;
+            if (hx2 >= 0) halo[(long long)hy * side + hx2] = code;
+            if (hy2 >= 0) {
+                halo[(long long)hy2 * side + hx] = code;
+                if (hx2 >= 0) halo[(long long)hy2 * side + hx2] = code;
+            }
+        }
+        if (want_union && fired) fired_union[i] = 1;
         if (type == 0) {
             my_v += (double)nv;
             my_fe += fired;
