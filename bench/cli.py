@@ -23,6 +23,8 @@ BENCHMARKS = {
     "ch-accuracy": ("ch_accuracy", "Cahn-Hilliard finite differences against spectral: cost to reach equal accuracy"),
     "cortex": ("cortex", "cortical spiking network steps at N = 2^20 and 2^22 against a plain CuPy step"),
     "window": ("window", "the application's window on a 2D and a 3D lattice: frames/s, sweeps/s against headless"),
+    "sweep-scaling": ("sweep_scaling", "one study on a local Dask cluster of 1 and of N workers (one per GPU): "
+                      "points per hour and their ratio"),
     "responsiveness": ("responsiveness", "the window on the CPU while slow work runs (Swendsen-Wang at 2048^2, the "
                        "Spectrum dock at 3D 128^3): longest gaps between frames and event-loop iterations"),
 }
