@@ -15,9 +15,12 @@ differences with RK2, or an unfused ``xp.fft`` semi-implicit stabilised step. Pr
 
 ``--spectral-integrator spectral-bdf2`` runs the spectral cases with the second-order step instead (same case
 names; ``details`` says which). On a GPU each grid case also times the earlier path of the same step in the same
-run (``details.previous_path``): the cache-read finite-difference kernel instead of the shared-memory tiled one,
-or the cupyx.scipy.fft spectral path (irfftn copying its input and normalising in a further pass, outputs
-allocated per step) instead of cuFFT plans called directly into kept buffers.
+run (``details.previous_path``): the cache-read finite-difference kernel, or the cupyx.scipy.fft spectral path
+(irfftn copying its input and normalising in a further pass, outputs allocated per step) instead of cuFFT plans
+called directly into kept buffers. The finite-difference cases time every stage kernel variant of
+finite_difference.KERNELS the same way, through the model's step (``details.fd_kernels``: steps/s and ms/step of
+each, ``details.fastest_fd_kernel``); the case's value is the model's kernel (``details.fd_kernel``: the model's
+default, or ``--fd-kernel``).
 
 ``details`` has the bytes a step must move at least (each array read or written once; each transform one pass
 over its input and output), the rate that implies against a device-to-device copy measured in the same run
@@ -76,7 +79,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spectral-integrator", choices=("spectral", "spectral-bdf2"), default="spectral",
                         help="integrator of the spectral cases (default spectral, first order in time)")
     parser.add_argument("--skip-previous", action="store_true",
-                        help="do not time the earlier GPU path of each grid case")
+                        help="do not time the earlier GPU path of each grid case (nor the other finite-difference "
+                             "stage kernels)")
+    parser.add_argument("--fd-kernel", default=None,
+                        help="finite-difference stage kernel the model runs for the case's value (default: the "
+                             "model's, finite_difference.DEFAULT_KERNEL); every variant is timed in details")
     parser.add_argument("--skip-pfhub", action="store_true", help="leave out the pfhub-1a-t1e6 case")
     parser.add_argument("--pfhub-until", type=float, default=None,
                         help="simulated end time of the PFHub case (default 1e6; --small 100)")
@@ -262,22 +269,50 @@ def bytes_per_step(kind: str, shape: tuple, itemsize: int) -> int:
     return (4 * n + (15 if kind == "spectral-bdf2" else 11) * half) * itemsize
 
 
-def time_previous_path(model, xp, steps: int, repeats: int) -> dict | None:
-    """Steps/s of the earlier GPU path of the model's step, timed like the new one (None on NumPy, where both
-    are the same code): the cache-read finite-difference kernel, or the cupyx.scipy.fft spectral path."""
+def _timed_steps(model, xp, steps: int, repeats: int) -> dict:
+    model.step(max(2, steps // 4))                         # warm-up: compile the kernel, make the plans
+    per_step = statistics.median(timed(xp, lambda: model.step(steps), repeats)) / steps
+    return {"steps_per_s": round(1.0 / per_step, 2), "ms_per_step": round(per_step * 1e3, 5)}
+
+
+def time_fd_kernels(model, xp, steps: int, repeats: int) -> dict | None:
+    """Steps/s of the model's finite-difference step with each stage kernel variant (finite_difference.KERNELS),
+    timed like the model's path, one after the other in this run; the model's own variant is restored (None on
+    NumPy, which runs the array twin)."""
     if xp is np:
         return None
-    fd = model.params.integrator == "finite-difference"
-    stepper = model._fd_stepper() if fd else model._spectral_stepper()
-    flag = "tiled" if fd else "direct"
-    setattr(stepper, flag, False)
+    from latticelab.sim.models.cahn_hilliard.finite_difference import KERNELS
+    stepper = model._fd_stepper()
+    chosen = stepper.kernel
+    results = {}
     try:
-        model.step(max(2, steps // 4))                     # warm-up: compile the kernel, make the plans
-        per_step = statistics.median(timed(xp, lambda: model.step(steps), repeats)) / steps
+        for kernel in KERNELS:
+            stepper.kernel = kernel
+            results[kernel] = _timed_steps(model, xp, steps, repeats)
     finally:
-        setattr(stepper, flag, True)
-    return {"path": "cache-read stage kernel" if fd else "cupyx.scipy.fft rfftn/irfftn",
-            "steps_per_s": round(1.0 / per_step, 2), "ms_per_step": round(per_step * 1e3, 5)}
+        stepper.kernel = chosen
+    return results
+
+
+def time_previous_path(model, xp, steps: int, repeats: int, fd_kernels: dict | None = None) -> dict | None:
+    """Steps/s of the earlier GPU path of the model's step, timed like the new one (None on NumPy, where both
+    are the same code): the cache-read finite-difference kernel (taken from ``fd_kernels`` when timed there),
+    or the cupyx.scipy.fft spectral path."""
+    if xp is np:
+        return None
+    if model.params.integrator == "finite-difference":
+        if fd_kernels and "cache" in fd_kernels:
+            return {"path": "cache-read stage kernel", **fd_kernels["cache"]}
+        stepper, flag, earlier, path = model._fd_stepper(), "kernel", "cache", "cache-read stage kernel"
+    else:
+        stepper, flag, earlier, path = model._spectral_stepper(), "direct", False, "cupyx.scipy.fft rfftn/irfftn"
+    now = getattr(stepper, flag)
+    setattr(stepper, flag, earlier)
+    try:
+        result = _timed_steps(model, xp, steps, repeats)
+    finally:
+        setattr(stepper, flag, now)
+    return {"path": path, **result}
 
 
 # ---- the cases ------------------------------------------------------------------------------------------------
@@ -296,6 +331,11 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
     model = CahnHilliardModel(backend=backend.name, **values)
     p = model.params
     shape, dtype = model.shape, model.dtype
+    fd_kernel = None                            # the stage kernel the model's finite-difference steps run
+    if kind == "fd" and backend.is_gpu:
+        if args.fd_kernel:
+            model._fd_stepper().kernel = args.fd_kernel
+        fd_kernel = model._fd_stepper().kernel
 
     # the baseline agrees with the model: one step from the same field (before anything is timed)
     phi0 = model.phi.copy()
@@ -317,7 +357,8 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
     enqueue = enqueue_seconds(xp, lambda: model.step(steps))
     steps_timed = model.step_count - before
     finite = bool(xp.isfinite(model.phi).all())
-    previous = None if args.skip_previous else time_previous_path(model, xp, steps, repeats)
+    fd_kernels = None if args.skip_previous or kind != "fd" else time_fd_kernels(model, xp, steps, repeats)
+    previous = None if args.skip_previous else time_previous_path(model, xp, steps, repeats, fd_kernels)
     del model
     free_memory(xp)
 
@@ -360,6 +401,11 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
     }
     if previous:
         details["speedup_vs_previous_path"] = round(value / previous["steps_per_s"], 3)
+    if fd_kernel:
+        details["fd_kernel"] = fd_kernel
+    if fd_kernels:
+        details["fd_kernels"] = fd_kernels
+        details["fastest_fd_kernel"] = max(fd_kernels, key=lambda k: fd_kernels[k]["steps_per_s"])
     if enqueue is not None:
         details["enqueue_ms_per_step"] = round(enqueue / steps * 1e3, 5)
     return {"case": case_name(name, spec, L, small), "metric": "steps_per_s", "value": round(value, 2),
@@ -433,6 +479,9 @@ def main(args) -> int:
             raise ValueError("--pfhub-until must be a finite time > 0")
         if not names:
             raise ValueError("no case left to run")
+        from latticelab.sim.models.cahn_hilliard.finite_difference import KERNELS
+        if args.fd_kernel is not None and args.fd_kernel not in KERNELS:
+            raise ValueError(f"--fd-kernel must be one of {', '.join(KERNELS)}")
     except ValueError as exc:
         print(f"latticelab bench cahn-hilliard: {exc}")
         return 2
@@ -456,6 +505,9 @@ def main(args) -> int:
             d = case["details"]
             earlier = d.get("previous_path")
             before = f"; earlier path {earlier['steps_per_s']} steps/s" if earlier else ""
+            if d.get("fd_kernels"):
+                before += f"; kernel {d['fd_kernel']}; variants " + ", ".join(
+                    f"{k} {v['steps_per_s']}" for k, v in d["fd_kernels"].items()) + " steps/s"
             print(f"  {case['case']}: {case['value']} steps/s ({d['ms_per_step']} ms/step, "
                   f"{100 * d['bandwidth_fraction']:.0f}% of copy bandwidth); plain {case['baseline_value']} "
                   f"steps/s, x{case['ratio']}{before}", flush=True)

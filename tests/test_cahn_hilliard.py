@@ -9,8 +9,9 @@
 - finite differences and the spectral solver give the same free-energy curve;
 - PFHub benchmark 1: F(0) from the formula, and one step in PFHub's own variables equals ours (the mapping);
 - bad parameters (unstable dt, phi0 outside [-1, 1]) are refused by name and leave a running model as it was;
-- both CUDA stage kernels (shared-memory tiled, cache-read) equal their NumPy twin, on grids smaller and
-  larger than a tile (CPU emulator; and on a GPU, marked gpu); the GPU stepper writes into two kept buffers;
+- every CUDA stage kernel (row-blocked, shared-memory tiled, cache-read) equals its NumPy twin, on grids smaller
+  and larger than a tile (CPU emulator; and on a GPU, marked gpu); the GPU stepper writes into two kept buffers
+  (more sizes for the row-blocked kernel in test_cahn_hilliard_fd_kernels.py);
 - save / resume is exact for the spectral integrator with adaptive steps and thermal noise;
 - slow: the coarsening length grows as t^(1/3) in 2D.
 """
@@ -23,8 +24,8 @@ import pytest
 
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.models.cahn_hilliard import pfhub
-from latticelab.sim.models.cahn_hilliard.finite_difference import (CudaStage, FiniteDifferenceStepper, Shifts,
-                                                                   rk2_stage_twin)
+from latticelab.sim.models.cahn_hilliard.finite_difference import (KERNELS, CudaStage, FiniteDifferenceStepper,
+                                                                   Shifts, rk2_stage_twin)
 from latticelab.sim.models.cahn_hilliard.model import CahnHilliardModel
 from latticelab.sim.models.cahn_hilliard.params import CahnHilliardParams, fd_stable_dt
 from latticelab.sim.models.cahn_hilliard.spectral import stabiliser
@@ -300,9 +301,9 @@ KERNEL_CASES = {"emulator": [(2, 7), (2, 16), (2, 37), (3, 5), (3, 9)],
                 "cuda": [(2, 7), (2, 300), (3, 5), (3, 70)]}
 
 
-@pytest.mark.parametrize("tiled", [True, False], ids=["tiled", "cache-read"])
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("device", DEVICES)
-def test_the_rk2_stage_kernels_equal_their_numpy_twin(device, tiled):
+def test_the_rk2_stage_kernels_equal_their_numpy_twin(device, kernel):
     xp = device_xp(device)
     rng = np.random.default_rng(5)
     for (dim, L), boundary, dtype in ((case, bnd, d) for case in KERNEL_CASES[device] for bnd in BOUNDARIES
@@ -312,7 +313,7 @@ def test_the_rk2_stage_kernels_equal_their_numpy_twin(device, tiled):
         args = (1.1, 0.9, 1.3, 1 / 0.7 ** 2, 0.0037)
         twin = rk2_stage_twin(Shifts(np, shape, boundary), base, evaluated, *args)
         out = xp.empty(shape, dtype)
-        CudaStage(xp, dtype, dim, boundary, tiled)(xp.asarray(base), xp.asarray(evaluated), out, *args)
+        CudaStage(xp, dtype, dim, boundary, kernel)(xp.asarray(base), xp.asarray(evaluated), out, *args)
         got = to_numpy(out)
         assert got.dtype == twin.dtype
         if device == "emulator":                 # the same operations in the same order: the same bits
@@ -324,13 +325,13 @@ def test_the_rk2_stage_kernels_equal_their_numpy_twin(device, tiled):
     shape = (12, 12)
     phi = rng.uniform(-1, 1, shape)
     for boundary in BOUNDARIES:
-        kernel = FiniteDifferenceStepper(xp, shape, np.float64, boundary, use_kernel=True, tiled=tiled)
+        stepper = FiniteDifferenceStepper(xp, shape, np.float64, boundary, use_kernel=True, kernel=kernel)
         twin = FiniteDifferenceStepper(np, shape, np.float64, boundary, use_kernel=False)
         start = xp.asarray(phi)
         a, b = start, phi
         outputs = []
         for _ in range(4):
-            a, b = kernel.step(a, 0.01, 1.0, 1.0, 1.0, 1.0, 1.0), twin.step(b, 0.01, 1.0, 1.0, 1.0, 1.0, 1.0)
+            a, b = stepper.step(a, 0.01, 1.0, 1.0, 1.0, 1.0, 1.0), twin.step(b, 0.01, 1.0, 1.0, 1.0, 1.0, 1.0)
             outputs.append(a)
         np.testing.assert_allclose(to_numpy(a), b, rtol=0, atol=0 if device == "emulator" else 1e-12)
         np.testing.assert_array_equal(to_numpy(start), phi)

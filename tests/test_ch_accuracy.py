@@ -69,3 +69,96 @@ def test_bad_arguments_get_a_message(capsys):
     A.add_arguments(parser)
     assert A.main(parser.parse_args(["--backend", "numpy", "--grids", "0.7"])) == 2
     assert "--grids: dx = 0.7 does not divide the domain 32" in capsys.readouterr().out
+
+
+# ---- the PFHub 1a problem (--problem pfhub-1a) ----------------------------------------------------------------
+PFHUB = A.Problem(name="pfhub-1a", domain=200.0, until=4.0, samples=4)
+
+
+def test_the_pfhub_reference_starts_at_pfhubs_free_energy():
+    """The definition: the reference's F(0), plus PFHub's constant rho w^4 x area, is PFHub 1a's F(0) from the
+    formula (pfhub.analytic_free_energy: the analytic gradient of PFHub's initial c); on PFHub's own grid the
+    periodic seam of the initial field adds about 0.16 of 319."""
+    from latticelab.sim.models.cahn_hilliard import pfhub
+    ref = A.run("numpy", PFHUB, "spectral-bdf2", 1.0, 1.0)
+    f0 = ref.free_energy[0] + PFHUB.energy_offset
+    assert PFHUB.energy_offset == pytest.approx(320.0)
+    assert f0 == pytest.approx(pfhub.analytic_free_energy("pfhub-1a"), rel=1e-3)
+    assert 318.5 < f0 < 319.5
+    np.testing.assert_array_equal(PFHUB.initial_field(1.0), pfhub.initial_phi(200, 1.0, "periodic"))
+    assert PFHUB.coefficients == {k: pfhub.preset_values("pfhub-1a")[k] for k in ("m", "b", "u", "K")}
+    with pytest.raises(ValueError, match="fixed at 200"):
+        A.Problem(name="pfhub-1a", domain=100.0)
+
+
+def test_pfhub_samples_are_dense_early_and_thin_late():
+    p = A.Problem(name="pfhub-1a", domain=200.0, until=1000.0, samples=1000)
+    t = p.times()
+    assert t[0] == 0 and t[-1] == 1000 and len(t) == 101 + 90
+    np.testing.assert_allclose(np.diff(t[:101]), 1.0)
+    np.testing.assert_allclose(np.diff(t[100:]), 10.0)
+    assert p.fd_stable_dt(1.0) == pytest.approx(2 / (125 * 8 * (0.08 * 8 + 3 * 0.032 - 0.032)))
+
+
+def test_field_error_on_grids_that_are_not_multiples():
+    fine = A.Run("x", 1.0, 0.1, 1, 1.0, [0.0], np.arange(400.0).reshape(20, 20) + 1)
+    coarse = A.Run("x", 1.25, 0.1, 1, 1.0, [0.0], fine.phi_end[::5, ::5].copy())   # 20 and 4 points: common 4
+    assert A.field_error(coarse, fine) == 0.0
+    coarse.phi_end[1, 1] += 1.0
+    assert A.field_error(coarse, fine) > 0
+
+
+def test_an_adaptive_run_reads_its_free_energy_between_steps():
+    """The untimed replay takes the timed run's steps; F at a sample time is between its neighbours' values."""
+    p = A.Problem(name="pfhub-1a", domain=200.0, until=20.0, samples=20)
+    r = A.run_adaptive("numpy", p, "spectral-bdf2", 4.0, 0.02, 0.01, 5.0)
+    assert r.method == "spectral-bdf2-adaptive" and r.max_change == 0.02 and r.steps > 20
+    assert len(r.free_energy) == len(p.times()) and r.dt == pytest.approx(20.0 / r.steps)
+    assert np.all(np.diff(r.free_energy) <= 1e-9)                 # F never rises without noise
+    fixed = A.run("numpy", p, "spectral-bdf2", 4.0, 0.01)
+    assert A.curve_error(r, fixed) < 0.05
+
+
+def test_small_pfhub_benchmark_writes_its_result(tmp_path, capsys):
+    import json
+    parser = argparse.ArgumentParser()
+    A.add_arguments(parser)
+    args = parser.parse_args(["--backend", "numpy", "--problem", "pfhub-1a", "--small", "--out-dir", str(tmp_path),
+                              "--target", "0.3"])
+    assert A.main(args) == 0
+    out = capsys.readouterr().out
+    assert "problem pfhub-1a: t = 0 .. 20" in out and "reference grid check" in out
+    case = json.loads((tmp_path / "ch-accuracy-CPU.json").read_text())["cases"][0]
+    d = case["details"]
+    assert case["case"] == "ch-accuracy-pfhub-1a-spectral-vs-fd-small"
+    assert d["problem"]["name"] == "pfhub-1a" and d["problem"]["window"] == [0.0, 20.0]
+    assert d["problem"]["m"] == 125.0 and d["problem"]["K"] == 0.08
+    assert d["reference"]["self_error_at_2dt"] < 0.01 and d["reference"]["grid_check"]["error"] < 0.01
+    assert d["reference"]["free_energy_pfhub"]["0"] == pytest.approx(319.2, abs=0.3)
+    methods = {r["method"] for r in d["runs"]}
+    assert methods == {"finite-difference", "spectral", "spectral-bdf2", "spectral-adaptive",
+                       "spectral-bdf2-adaptive"}
+    assert {r["dx"] for r in d["runs"] if r["method"] == "finite-difference"} == {4.0, 2.0}
+    assert all("max_change" in r for r in d["runs"] if r["method"].endswith("-adaptive"))
+    assert set(d["ratio_at_target"]) <= set(methods) - {"finite-difference"}
+    assert "spectral-bdf2" in d["ratio_at_target"] and case["value"] == d["ratio_at_target"]["spectral-bdf2"]
+    assert set(d["cost_at_target"]) == methods
+
+
+def test_explicit_options_win_over_the_problem_defaults():
+    parser = argparse.ArgumentParser()
+    A.add_arguments(parser)
+    s = A.settings_for(parser.parse_args(["--problem", "pfhub-1a"]))
+    assert s["until"] == 1000.0 and s["reference_dx"] == 1.0 and s["grids"] == "2,1.25,1"
+    s = A.settings_for(parser.parse_args(["--problem", "pfhub-1a", "--small", "--until", "10"]))
+    assert s["until"] == 10.0 and s["grids"] == "4,2"
+    assert A.settings_for(parser.parse_args([]))["domain"] == 32.0
+
+
+def test_pfhub_domain_is_fixed(capsys):
+    parser = argparse.ArgumentParser()
+    A.add_arguments(parser)
+    assert A.main(parser.parse_args(["--backend", "numpy", "--problem", "pfhub-1a", "--domain", "100"])) == 2
+    assert "fixed at 200 x 200" in capsys.readouterr().out
+    assert A.main(parser.parse_args(["--backend", "numpy", "--problem", "pfhub-1a", "--grids", "3"])) == 2
+    assert "dx = 3 does not divide the domain 200" in capsys.readouterr().out

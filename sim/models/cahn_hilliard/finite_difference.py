@@ -6,8 +6,9 @@
 
 lap_h is the (2 dim + 1)-point Laplacian, periodic or mirror (zero-flux: the ghost cell beyond a wall equals
 the cell inside it). ``rk2_stage_twin`` is one stage in NumPy/CuPy array operations, in the same floating-point
-order as the CUDA kernels of kernels/ch_rk2.cu (``CudaStage``: the shared-memory tiled stage the GPU path runs,
-or the earlier cache-read one, kept for the benchmark's comparison); tests compare them. On the GPU a step
+order as the CUDA kernels of kernels/ch_rk2.cu (``CudaStage``; variants in KERNELS: row-blocked with warp
+shuffles, shared-memory tiled, cache-read; the GPU path runs DEFAULT_KERNEL, the benchmark times them all);
+tests compare them. On the GPU a step
 writes into two kept buffers in turn (``FiniteDifferenceStepper``): the half-step field and the new field are
 never allocated during a run.
 
@@ -22,7 +23,7 @@ import numpy as np
 from latticelab.sim.models.cahn_hilliard import KERNEL_DIR
 
 KERNEL_FILE = KERNEL_DIR / "ch_rk2.cu"
-THREADS = 256                                  # the cache-read kernel's block
+THREADS = 256                                  # the cache-read kernel's block (flat launch)
 TILES = {2: (32, 16, 1), 3: (32, 4, 4)}        # the tiled kernel's block = its tile of cells (x, y, z): ChTile
 
 
@@ -73,14 +74,44 @@ def rk2_stage_twin(shifts: Shifts, base, evaluated, b, u, K, inv_dx2, hm):
     return base + hm * lap_mu
 
 
-def kernel_name(dtype, dim: int, boundary: str, tiled: bool = True) -> str:
+# The stage kernels of kernels/ch_rk2.cu, by the name ``kernel=`` takes (same values, same bits; they differ in speed
+# only, measured by `latticelab bench cahn-hilliard`, which times every one of them):
+#   "rows"    ch_rk2_stage_rows<R = 8>: register blocking along y (a warp marches up 8 rows keeping a window of phi
+#             rows and mu in registers, mu once per cell plus 2 halo rows) and warp shuffles along x; 2D/3D grid,
+#             no div/mod, no shared memory
+#   "rows16"  the same with 16 rows per warp (less halo work, half as many threads)
+#   "tiled"   ch_rk2_stage_tiled: shared-memory tiles (phi on the tile + 2, mu on the tile + 1)
+#   "cache"   ch_rk2_stage: one thread per cell, flat launch, mu recomputed at the cell and its 2*DIM neighbours
+#             from phi read through the L1/L2 caches
+KERNELS = ("rows", "rows16", "tiled", "cache")
+DEFAULT_KERNEL = "rows"                   # the one expected fastest; the H100 bench decides
+ROWS = {"rows": 8, "rows16": 16}          # rows per warp of the row-blocked kernel (template parameter R)
+ROWS_WARPS, ROWS_OUT = 4, 30              # its block: 32 x ROWS_WARPS threads; columns a warp writes (CH_ROWS_*)
+
+
+def _check_kernel(kernel: str) -> str:
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown finite-difference stage kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+    return kernel
+
+
+def kernel_name(dtype, dim: int, boundary: str, kernel: str = DEFAULT_KERNEL) -> str:
     real = "double" if np.dtype(dtype) == np.float64 else "float"
-    name = "ch_rk2_stage_tiled" if tiled else "ch_rk2_stage"
-    return f"{name}<{real}, {dim}, {'true' if boundary == 'mirror' else 'false'}>"
+    mirror = "true" if boundary == "mirror" else "false"
+    _check_kernel(kernel)
+    if kernel in ROWS:
+        return f"ch_rk2_stage_rows<{real}, {dim}, {mirror}, {ROWS[kernel]}>"
+    name = "ch_rk2_stage_tiled" if kernel == "tiled" else "ch_rk2_stage"
+    return f"{name}<{real}, {dim}, {mirror}>"
 
 
-ALL_KERNELS = tuple(kernel_name(d, dim, bnd, tiled) for tiled in (True, False) for d in (np.float64, np.float32)
-                    for dim in (2, 3) for bnd in ("periodic", "mirror"))
+def variant_kernels(kernel: str) -> tuple[str, ...]:
+    """Every template instance of one variant (compiled into one module, on first use of the variant)."""
+    return tuple(kernel_name(d, dim, bnd, kernel) for d in (np.float64, np.float32) for dim in (2, 3)
+                 for bnd in ("periodic", "mirror"))
+
+
+ALL_KERNELS = tuple(name for k in KERNELS for name in variant_kernels(k))
 
 
 def tiled_launch(dim: int, L: int) -> tuple[tuple, tuple]:
@@ -90,37 +121,49 @@ def tiled_launch(dim: int, L: int) -> tuple[tuple, tuple]:
     return tiles, block
 
 
-class CudaStage:
-    """One RK2 stage by a CUDA kernel of kernels/ch_rk2.cu (``tiled``: the shared-memory tiled one, else the
-    cache-read one) on CuPy or on the CPU emulator's xp."""
+def rows_launch(dim: int, L: int, rows: int) -> tuple[tuple, tuple]:
+    """(grid, block) of the row-blocked kernel: x strips of ROWS_OUT columns, ROWS_WARPS strips of ``rows`` rows
+    per block, one z plane per blockIdx.z in 3D."""
+    grid = (-(-L // ROWS_OUT), -(-L // (rows * ROWS_WARPS)), L if dim == 3 else 1)
+    return grid, (32, ROWS_WARPS, 1)
 
-    def __init__(self, xp, dtype, dim: int, boundary: str, tiled: bool = True):
+
+def launch(kernel: str, dim: int, L: int) -> tuple[tuple, tuple]:
+    """(grid, block) of a stage kernel variant on an L^dim grid."""
+    if kernel in ROWS:
+        return rows_launch(dim, L, ROWS[kernel])
+    if kernel == "tiled":
+        return tiled_launch(dim, L)
+    return ((L ** dim + THREADS - 1) // THREADS,), (THREADS,)
+
+
+class CudaStage:
+    """One RK2 stage by a CUDA kernel of kernels/ch_rk2.cu (``kernel``: a name of KERNELS) on CuPy or on the CPU
+    emulator's xp."""
+
+    def __init__(self, xp, dtype, dim: int, boundary: str, kernel: str = DEFAULT_KERNEL):
         from latticelab.sim.gpu.kernels import get_kernel
-        self.xp, self.real, self.dim, self.tiled = xp, _real(xp, dtype), dim, tiled
-        self.kernel = get_kernel(xp, KERNEL_FILE, kernel_name(dtype, dim, boundary, tiled), ALL_KERNELS)
+        self.xp, self.real, self.dim, self.kernel_variant = xp, _real(xp, dtype), dim, _check_kernel(kernel)
+        self.kernel = get_kernel(xp, KERNEL_FILE, kernel_name(dtype, dim, boundary, kernel), variant_kernels(kernel))
 
     def __call__(self, base, evaluated, out, b, u, K, inv_dx2, hm):
-        n = int(evaluated.size)
         L = int(evaluated.shape[0])
         r = self.real
-        if self.tiled:
-            grid, block = tiled_launch(self.dim, L)
-        else:
-            grid, block = ((n + THREADS - 1) // THREADS,), (THREADS,)
+        grid, block = launch(self.kernel_variant, self.dim, L)
         self.kernel(grid, block, (base, evaluated, out, np.int32(L), r(b), r(u), r(K), r(inv_dx2), r(hm)))
         return out
 
 
 class FiniteDifferenceStepper:
-    """RK2 steps of the field: a CUDA kernel on CuPy (``use_kernel``; the tiled one unless ``tiled`` is set
-    False), else the array twin."""
+    """RK2 steps of the field: a CUDA kernel on CuPy (``use_kernel``; the variant ``kernel``, DEFAULT_KERNEL
+    unless set, also later through the attribute), else the array twin."""
 
-    def __init__(self, xp, shape, dtype, boundary: str, use_kernel: bool, tiled: bool = True):
+    def __init__(self, xp, shape, dtype, boundary: str, use_kernel: bool, kernel: str = DEFAULT_KERNEL):
         self.xp, self.shape, self.dtype, self.boundary = xp, tuple(shape), np.dtype(dtype), boundary
         self.shifts = Shifts(xp, shape, boundary)
         self.use_kernel = use_kernel
         self._stages = {}
-        self.tiled = tiled
+        self.kernel = _check_kernel(kernel)
         self._half = None
         self._out = []             # the two kept output buffers, written in turn
 
@@ -129,9 +172,9 @@ class FiniteDifferenceStepper:
         """The kernel the next step runs (None: the array twin)."""
         if not self.use_kernel:
             return None
-        if self.tiled not in self._stages:
-            self._stages[self.tiled] = CudaStage(self.xp, self.dtype, len(self.shape), self.boundary, self.tiled)
-        return self._stages[self.tiled]
+        if self.kernel not in self._stages:
+            self._stages[self.kernel] = CudaStage(self.xp, self.dtype, len(self.shape), self.boundary, self.kernel)
+        return self._stages[self.kernel]
 
     def step(self, phi, dt: float, m: float, b: float, u: float, K: float, dx: float):
         """phi after one RK2 step of length dt; ``phi`` itself is not modified. With the kernel the result is one
