@@ -29,6 +29,8 @@ from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons
 from latticelab.app.settings import Preferences, variant_key
+from latticelab.app.preparing import Job, ModelPreparer, current_device
+from latticelab.app import preparing
 from latticelab.app.stepping import BackgroundStepper, wants_background
 from latticelab.render import palette
 from latticelab.render.field_view import FieldView
@@ -48,6 +50,9 @@ GPU_FRAME_PERIOD_S = 1 / 60   # on a CUDA device: frames paced at 60/s, the rest
 MIN_STEP_BUDGET_S = 0.002
 PLOT_INTERVAL_S = 0.25       # the plots redraw at most this often
 STATUS_INTERVAL_S = 0.5
+# a new model this large (its estimated bytes) is built on a worker thread (app/preparing.py); on a CUDA device a
+# smaller one too, since its kernels may have to be compiled
+BACKGROUND_BUILD_BYTES = {"numpy": 512 << 20, "cuda": 1 << 20}
 EXPORT_KINDS = {
     "view": "Lattice view as shown, at the canvas's pixel size (*.png)",
     "cells": "Lattice cells, one pixel per cell; 3D unfolded (*.png)",
@@ -78,7 +83,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self._frame_overhead = 0.004         # seconds a frame costs besides stepping (measured, see _pace)
         self._last_stepping_end = None
         self.stepper = BackgroundStepper()   # steps longer than a frame (CPU) run on a worker thread
-        self._deferred = []                  # changes waiting for the worker's batch
+        self._deferred = []                  # changes waiting for the worker's batch or the model being prepared
+        self.preparer = ModelPreparer()      # new models (switch, size, dimension) are built on a worker thread
+        self.background_builds = None        # None: when the model is large (or on CUDA); True/False: always/never
 
         self._build_canvases()
         self._build_controls()
@@ -122,6 +129,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.plot_dock = QtWidgets.QDockWidget("Live plots", self, objectName="plot_dock")
         self.plot_dock.setWidget(self.plot_canvas.native)
         self.addDockWidget(QtCore.Qt.DockWidgetArea.RightDockWidgetArea, self.plot_dock)
+        self.plot_dock.visibilityChanged.connect(   # shown again: catch up at once (hidden, nothing was drawn)
+            lambda visible: visible and QtCore.QTimer.singleShot(0, self, self._update_plots))
 
     def _build_controls(self) -> None:
         self.controls = ControlsPanel()
@@ -286,6 +295,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.timer.stop()
+        self.preparer.cancel()      # a model still being built is dropped when its worker is done
         if self.interactive:
             self.save_preferences()
         super().closeEvent(event)
@@ -361,7 +371,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """A parameter edited in the form (or by a script): applied as its schema says (sim/runner.py).
         ``also``: other fields changed in the same step (undo, restore defaults). A refused value is also shown
         under its field; an applied change can be undone (Edit menu, app/undo.py) unless ``record`` is False."""
-        if self.stepper.busy:    # the worker owns the model: check the value now, apply it after the batch
+        if self._busy():    # a worker owns the model, or builds the next one: check the value now, apply it after
             try:
                 self.runner.params.replace(**{**(also or {}), name: value})
             except ParameterError as exc:
@@ -377,6 +387,9 @@ class MainWindow(QtWidgets.QMainWindow):
             changes = self._variant_changes(name, value)
         changes.update(also or {})
         before = self.runner.params
+        in_background = self._rebuild_in_background(name, value, changes, before, record)
+        if in_background is not None:
+            return in_background
         # a wait cursor while a change that can take long is applied: a new model, or a field declared slow=True
         slow = any(schema.is_slow(k) for k, v in changes.items() if getattr(before, k, None) != v)
         if slow:
@@ -403,6 +416,87 @@ class MainWindow(QtWidgets.QMainWindow):
             self._refresh_view()
         return True
 
+    def _rebuild_in_background(self, name: str, value, changes: dict, before, record: bool) -> bool | None:
+        """A change that needs a new model large enough to be built on the worker: start building it (True), or
+        refuse a bad value (False); None when the change is to be applied here and now."""
+        ok, new = self._try(self._params_if_rebuilt, changes)
+        if not ok:
+            self.controls.show_field_error(name, self.last_error, value)
+            return False
+        cls = self.runner.model_class
+        if new is None or not self._builds_in_background(cls, new):
+            return None
+
+        def ready(model) -> None:
+            self.runner.load(model)
+            if record:
+                self.undo_history.record(name, before, self.runner.params, self.model.name)
+            self._after_model_change()
+            self.show_message(f"new {self.model.title.lower()}: {self._describe()}")
+
+        def failed(exc) -> None:
+            self._report_build_error(exc)
+            self.controls.show_field_error(name, self.last_error, value)
+
+        shown = ", ".join(f"{k} = {v}" for k, v in changes.items())
+        self._prepare(cls, new, f"{cls.title.lower()} with {shown}", ready, failed)
+        return True
+
+    def _params_if_rebuilt(self, changes: dict):
+        """The parameters of the new model that ``changes`` need, or None when they apply to the running one;
+        a bad value raises ParameterError."""
+        current = self.runner.params
+        new = current.replace(**changes)
+        fields = type(current).fields()
+        rebuild = any(fields[k]["applies"] == "rebuild" and getattr(current, k) != getattr(new, k) for k in changes)
+        return new if rebuild else None
+
+    def _builds_in_background(self, cls, params) -> bool:
+        """Whether a new ``cls`` model is built on the worker: when ``background_builds`` says so, else when its
+        estimated size reaches BACKGROUND_BUILD_BYTES (models without an estimate are built here)."""
+        if self.background_builds is not None:
+            return bool(self.background_builds)
+        backend = self.model.backend_name
+        estimate = cls.estimate_bytes(params, backend)
+        return estimate is not None and estimate >= BACKGROUND_BUILD_BYTES.get(backend, 0)
+
+    def _prepare(self, cls, params, what: str, ready, failed) -> None:
+        """Build a ``cls`` model from ``params`` on the worker (app/preparing.py) while this one keeps running; the
+        frame loop calls ``ready(model)`` or ``failed(exception)`` when it is done (_poll_preparation)."""
+        backend = self.runner.backend
+        job = Job(lambda: preparing.build_model(cls, params, backend), what, ready, failed,
+                  device=current_device(self.model))
+        self.preparer.start(job)
+        self.show_message(f"preparing {what}...")
+        self._update_status()
+        if not self.timer.isActive():
+            self.timer.start()
+
+    def _poll_preparation(self) -> None:
+        """Swap in a model the worker has built, in one step on this thread; after the batch of steps in flight,
+        if any (the old model's)."""
+        if not self.preparer.busy or self.stepper.busy:
+            return
+        job = self.preparer.poll()
+        if job is None:
+            return
+        if job.error is not None:
+            job.on_error(job.error)
+        else:
+            job.on_ready(job.result)
+        self._run_deferred()
+
+    def _report_build_error(self, exc: BaseException) -> None:
+        """A new model could not be built: say why (as ``_try`` does); the running model stays."""
+        if isinstance(exc, MemoryError):
+            text = "not enough memory for this model"
+        elif isinstance(exc, (ParameterError, BackendError, ValueError)):
+            text = str(exc)
+        else:
+            text = f"could not build the model: {type(exc).__name__}: {exc}"
+        self.show_message(text, error=True)
+        self._show_parameters()
+
     def _variant_changes(self, name: str, value) -> dict:
         """A variant field changes (the Ising dimension): the fields whose defaults depend on it take the
         values last used in that variant, or its suggested ones; the current variant's values are kept."""
@@ -418,7 +512,7 @@ class MainWindow(QtWidgets.QMainWindow):
         return {name: value, **depends, **{k: v for k, v in stored.items() if k in depends}}
 
     def reset(self, *_unused) -> None:
-        if self.stepper.busy:
+        if self._busy():
             self._when_idle(self.reset, "reset")
             return
         if not self._try(self.runner.reset)[0]:
@@ -430,26 +524,50 @@ class MainWindow(QtWidgets.QMainWindow):
     def switch_model(self, name: str) -> bool:
         """Run a new model of kind ``name`` with its remembered (or default) parameters; the running model
         stays if that fails."""
-        if self.stepper.busy:
-            self._when_idle(lambda: self.switch_model(name), f"switch to {name}")
-            return True
         if name == self.model.name:
+            if self.preparer.busy:      # back to the running model: the one being prepared is not wanted
+                self.preparer.cancel()
+                self.show_message(f"kept the {self.model.title.lower()}")
             self._show_model_choice()
             return True
         if self.interactive:
             self.save_preferences()
         else:
             self.prefs.set_model_values(self.model.name, self.runner.params)
+        gpu = self.model.backend_name == "cuda"
 
-        def switch():
-            self.runner.switch(name, self.prefs.model_values(name, get_model(name).Params))
+        def remembered():     # an unknown name or a bad stored value raises ParameterError
+            cls = get_model(name)
+            return cls, cls.Params.create(gpu=gpu, **self.prefs.model_values(name, cls.Params))
 
-        if not self._try(switch)[0]:
+        ok, chosen = self._try(remembered)
+        if not ok:
             self._show_model_choice()
             return False
+        cls, params = chosen
+        if self._builds_in_background(cls, params):   # a request made while another model is prepared wins
+            self._prepare(cls, params, cls.title, self._adopt_switched, self._switch_failed)
+            return True
+        self.preparer.cancel()
+        if self.stepper.busy:
+            self._when_idle(lambda: self.switch_model(name), f"switch to {name}")
+            return True
+        if not self._try(self.runner.switch, name, params)[0]:
+            self._show_model_choice()
+            return False
+        self._adopt_switched(None)
+        return True
+
+    def _adopt_switched(self, model) -> None:
+        """The switch's new model is running (``model``: built on the worker, taken here; None: already)."""
+        if model is not None:
+            self.runner.load(model)
         self._after_model_change()
         self.show_message(f"{self.model.title}: {self._describe()}")
-        return True
+
+    def _switch_failed(self, exc: BaseException) -> None:
+        self._report_build_error(exc)
+        self._show_model_choice()
 
     def model_help(self) -> str:
         """The running model's description and its parameters (label, unit, allowed values, when a change
@@ -544,6 +662,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # ==== the frame loop ========================================================================
     def _frame(self) -> None:
+        self._poll_preparation()
         if self.stepper.busy:
             self._collect_background_steps()
         elif self.running:
@@ -582,7 +701,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self._update_plots()
         if now - self._counters["t"] >= STATUS_INTERVAL_S:
             self._update_status()
-        if not self.running and self._step_target is None and not self.stepper.busy:
+        if not self.running and self._step_target is None and not self._busy():
             self.timer.stop()   # nothing to do until the next change; changes refresh directly
 
     def _step_budget(self) -> float:
@@ -642,6 +761,10 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.runner.commit(batch, seconds)
                 self._counters["steps"] += batch.steps
         self._after_steps()
+        self._run_deferred()
+
+    def _run_deferred(self) -> None:
+        """Run what waited for a worker (each action checks again and waits again if one is still busy)."""
         waiting, self._deferred = self._deferred, []
         for action in waiting:
             action()
@@ -651,14 +774,19 @@ class MainWindow(QtWidgets.QMainWindow):
         label.setText(f"computing {self.stepper.steps:,} step{'s' if self.stepper.steps != 1 else ''} "
                       f"({self.stepper.elapsed():.1f} s)...")
 
+    def _busy(self) -> bool:
+        """A worker steps the model, or builds the next one."""
+        return self.stepper.busy or self.preparer.busy
+
     def _when_idle(self, action, what: str) -> bool:
-        """Run ``action`` now, or (a worker is stepping the model) as soon as its batch is in; True when it ran
-        now."""
-        if not self.stepper.busy:
+        """Run ``action`` now, or (a worker is stepping the model, or building the next one) as soon as it is
+        done; True when it ran now."""
+        if not self._busy():
             action()
             return True
         self._deferred.append(action)
-        self.show_message(f"{what}: after the step being computed")
+        waiting_for = "the step being computed" if self.stepper.busy else "the model being prepared"
+        self.show_message(f"{what}: after {waiting_for}")
         if not self.timer.isActive():
             self.timer.start()
         return False
@@ -693,14 +821,20 @@ class MainWindow(QtWidgets.QMainWindow):
         self.lattice_canvas.update()
 
     def _update_plots(self, force: bool = False) -> None:
+        """Redraw the live plots with the history recorded since the last redraw; the frame loop's calls do
+        nothing while the plot dock is hidden or behind another tab (it catches up when shown)."""
         self._last_plot = time.perf_counter()
         history = self.runner.history
-        if not force and history.version == self._plot_version:
+        if not force and (history.version == self._plot_version or not self._plots_on_screen()):
             return
         self._plot_version = history.version
         times, values = history.arrays()
         self.plots.update(times, values)
         self.plot_canvas.update()
+
+    def _plots_on_screen(self) -> bool:
+        dock = self.plot_dock
+        return dock.isVisible() and not dock.visibleRegion().isEmpty()
 
     def _update_status(self) -> None:
         m = self.model
@@ -719,6 +853,8 @@ class MainWindow(QtWidgets.QMainWindow):
             labels["frames_per_s"].setText("")
         if self.stepper.busy:
             self._show_background_work()
+        if self.preparer.busy:
+            labels["lattice"].setText(f"preparing {self.preparer.what} ({self.preparer.elapsed():.1f} s)...")
         self._counters.update(steps=0, frames=0, t=now)
 
     # ==== screenshots ===========================================================================
@@ -827,7 +963,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def load_state(self, path) -> bool:
         """Resume from a file, switching to the model it holds; a damaged file is reported and the running
         simulation is left untouched."""
-        if self.stepper.busy:
+        if self._busy():
             self._when_idle(lambda: self.load_state(path), "load")
             return True
         try:

@@ -8,7 +8,9 @@ For each lattice (2D L2^2 and 3D L3^3, Metropolis on the device) it measures:
   per frame that keeps ``--fps`` is the case reported, with its ratio to the headless ``step(n)`` rate;
 - the slider-to-screen latency: from ``set_parameter("T", ...)`` to the end of the first lattice draw whose
   frame stepped with the new temperature (median over a few changes);
-- the longest gap between frames while the window switches dimension, lattice size and model.
+- for each switch of dimension, lattice size and model (the window builds the new model on a worker thread,
+  app/preparing.py): the longest gap between frame-loop ticks and between lattice draws from the request until
+  the new model has run for a moment, and the seconds until it was swapped in.
 Needs a display with OpenGL (on a headless NVIDIA machine: Xvfb + GLX, see the README) and PySide6.
 """
 from __future__ import annotations
@@ -56,9 +58,44 @@ class WindowProbe:
         elapsed = time.perf_counter() - start
         return len(self.draws) - draws0, self.window.model.step_count - steps0, elapsed
 
-    def longest_tick_gap(self, since: float) -> float:
-        times = [t for t in self.ticks if t >= since]
-        return max((b - a for a, b in zip(times, times[1:])), default=float("nan"))
+    def longest_tick_gap(self, since: float, until: float | None = None) -> float:
+        return longest_gap(self.ticks, since, until)
+
+    def longest_draw_gap(self, since: float, until: float | None = None) -> float:
+        return longest_gap(self.draws, since, until)
+
+
+def longest_gap(times: list[float], since: float, until: float | None = None) -> float:
+    """The longest interval between consecutive ``times`` over [since, until], counting the one that spans
+    ``since`` (from the last event before it) and the one still open at ``until``."""
+    until = time.perf_counter() if until is None else until
+    before = [t for t in times if t < since][-1:]
+    inside = [t for t in times if since <= t <= until]
+    points = before + inside + [until]
+    return max((b - a for a, b in zip(points, points[1:])), default=float("nan"))
+
+
+def settle(window, timeout: float = 300.0) -> float:
+    """Let the event loop run until no new model is being prepared and no change waits for one; seconds taken."""
+    from PySide6 import QtWidgets
+    start = time.perf_counter()
+    while (window.preparer.busy or window._deferred) and time.perf_counter() - start < timeout:
+        QtWidgets.QApplication.processEvents()
+        time.sleep(0.001)
+    return time.perf_counter() - start
+
+
+def timed_switch(window, probe, label: str, change, after: float = 0.5) -> dict:
+    """Request a change (``change()``), wait until the new model runs, let it run ``after`` seconds more; the
+    longest gaps between frame ticks and lattice draws over all of that, in ms."""
+    since = time.perf_counter()
+    change()
+    ready = time.perf_counter() - since + settle(window)
+    wait_events(after)
+    until = time.perf_counter()
+    return {"change": label, "ready_s": ready, "longest_tick_gap_ms": 1000 * probe.longest_tick_gap(since, until),
+            "longest_draw_gap_ms": 1000 * probe.longest_draw_gap(since, until),
+            "model": window.model.name, "shape": list(window.model.shape)}
 
 
 def headless_rates(model, n: int, sync) -> dict:
@@ -125,6 +162,7 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
     window.set_parameter("L", L)
     window.set_parameter("T", T)
     window.set_parameter("algorithm", "metropolis")
+    settle(window)     # the new model is built on a worker; the changes after the first wait for it
     window.adaptive = False
     rows = []
     for per_frame in ladder:
@@ -207,14 +245,14 @@ def main(args) -> int:
              measure_lattice(window, probe, 3, args.L3, args, ladder, sync)]
     # responsiveness while switching: dimension, size, model and back, the frame loop running
     window.steps_per_frame, window.adaptive = 1, True
-    since = time.perf_counter()
-    for change in (("dim", 2), ("L", args.L2 // 2), ("L", args.L2), ("dim", 3)):
-        window.set_parameter(*change)
-        wait_events(0.3)
-    for name in ("cahn-hilliard", "cortex", "ising"):
-        window.switch_model(name)
-        wait_events(0.5)
-    cases.append({"name": "longest frame gap while switching", "longest_gap_ms": probe.longest_tick_gap(since) * 1000})
+    switches = []
+    for name, value in (("dim", 2), ("L", args.L2 // 2), ("L", args.L2), ("dim", 3)):
+        switches.append(timed_switch(window, probe, f"{name} = {value}",
+                                     lambda: window.set_parameter(name, value)))
+    for model_name in ("cahn-hilliard", "cortex", "ising"):
+        switches.append(timed_switch(window, probe, f"model {model_name}", lambda: window.switch_model(model_name)))
+    cases.append({"name": "longest frame gap while switching", "switches": switches,
+                  "longest_gap_ms": max(s["longest_tick_gap_ms"] for s in switches)})
     window.set_running(False)
     device = window.model.device_name if backend.is_gpu else "CPU"
     window.close()
@@ -234,6 +272,10 @@ def main(args) -> int:
             print(f"{'':>14}{r['sweeps_per_frame']:>5} per frame: {r['frames_per_s']:6.1f} frames/s "
                   f"{r['sweeps_per_s']:>10,.0f} sweeps/s")
     print(f"longest frame gap while switching dimension, size and model: {cases[2]['longest_gap_ms']:.0f} ms")
+    for sw in cases[2]["switches"]:
+        print(f"{'':>14}{sw['change']:<22} ready after {sw['ready_s']:6.2f} s; longest tick gap "
+              f"{sw['longest_tick_gap_ms']:7.1f} ms, draw gap {sw['longest_draw_gap_ms']:7.1f} ms "
+              f"({sw['model']} {'x'.join(map(str, sw['shape']))})")
     for c in cases:
         c["gl_renderer"] = str(renderer)
     if not args.no_json:

@@ -22,6 +22,7 @@ import numpy as np
 import vispy.visuals.text.text as vispy_text
 from vispy import scene
 from vispy.visuals.axis import Ticker
+from vispy.visuals.transforms import STTransform
 
 from latticelab.render.visuals import Polyline
 from latticelab.sim.analysis.critical import blocking
@@ -89,6 +90,7 @@ def _axis(orientation: str, label: str, log: bool = False) -> scene.AxisWidget:
                             tick_label_margin=4 if orientation == "left" else 12,
                             axis_label_margin=40 if orientation == "left" else 24)
     axis.axis.ticker = PlotTicker(axis.axis, log)
+    axis.axis._line.visible = False   # the plot's border draws that edge already: one program less per redraw
     return axis
 
 
@@ -124,6 +126,9 @@ class LivePlots:
         self.series = series
         self.views, self.lines, self.titles, self.y_axes, self.hints = {}, {}, {}, {}, {}
         self._points: dict = {}           # key -> (times, values) drawn, for the readout
+        self._y_ranges: dict = {}         # key -> (y0, y1) the y axis shows now (None: empty plot)
+        self._line_x0: dict = {}          # key -> the time its line's x coordinates count from
+        self._x0, self._x_span = 0.0, 1.0
         for row, s in enumerate(series):
             cell = self.grid.add_grid(row=row, col=0, spacing=0)
             title = scene.Label(s.title, color=TEXT, font_size=7)
@@ -133,9 +138,11 @@ class LivePlots:
             y_axis.width_max = 58
             cell.add_widget(y_axis, row=1, col=0)
             view = cell.add_view(row=1, col=1, bgcolor=PLOT_BACKGROUND, border_color=(0.3, 0.3, 0.35))
-            view.camera = scene.PanZoomCamera(interactive=False)
-            y_axis.link_view(view)
+            # the camera never moves: each line's own transform fits its data into the unit square (cheap to
+            # change), and the y axis is given its range directly, only when that range changes
+            view.camera = scene.PanZoomCamera(interactive=False, rect=(0.0, 0.0, 1.0, 1.0))
             self.lines[s.key] = Polyline(s.colour, parent=view.scene)
+            self.lines[s.key].transform = STTransform()
             self.hints[s.key] = scene.visuals.Text(WAITING, color=HINT, font_size=7, pos=(0.5, 0.5),
                                                    parent=view.scene)
             self.views[s.key], self.titles[s.key], self.y_axes[s.key] = view, title, y_axis
@@ -147,43 +154,56 @@ class LivePlots:
         bottom.add_widget(self.x_axis, row=0, col=1)
 
     # ---- data --------------------------------------------------------------------------------
-    def update(self, times, values: dict) -> None:
-        """times: (n,) steps or simulated times; values[key]: (n,) floats (NaN where undefined)."""
+    def update(self, times, values: dict, keys=None) -> None:
+        """times: (n,) steps or simulated times; values[key]: (n,) floats (NaN where undefined). ``keys``: redraw
+        only these series (the others keep what they show; the time axis follows ``times``)."""
         times = np.asarray(times, np.float64)
         x0, x1 = (times[0], times[-1]) if len(times) else (0.0, 1.0)
         if x1 <= x0:
             x1 = x0 + 1.0
-        any_data = False
+        self._x0, self._x_span = x0, x1 - x0
         for s in self.series:
-            y = np.asarray(values.get(s.key, ()), np.float64)
-            if len(y) != len(times):
-                y = np.zeros(0)
-            keep = np.isfinite(y) & (y > 0) if s.log else np.isfinite(y)
-            t, shown = times[:len(y)][keep], y[keep]
-            self._points[s.key] = (t, shown)
-            drawn = np.log10(shown) if s.log else shown
-            # x is drawn relative to x0 so float32 vertices stay exact after millions of steps
-            points = np.column_stack([t - x0, drawn]) if len(t) else np.zeros((0, 2))
-            self.lines[s.key].set_points(points)
-            has_data = len(points) > 0
-            any_data |= has_data
+            if keys is None or s.key in keys:
+                self._update_series(s, times, values.get(s.key, ()))
+        any_data = any(len(t) for t, _ in self._points.values())
+        self._set_x_axis((x0, x1) if any_data else (0.0, 1.0), blank=not any_data)
+
+    def _update_series(self, s: Series, times: np.ndarray, values) -> None:
+        """One plot: its line, title, hint and y range."""
+        y = np.asarray(values, np.float64)
+        if len(y) != len(times):
+            y = np.zeros(0)
+        keep = np.isfinite(y) & (y > 0) if s.log else np.isfinite(y)
+        t, shown = times[:len(y)][keep], y[keep]
+        self._points[s.key] = (t, shown)
+        self._line_x0[s.key] = self._x0
+        drawn = np.log10(shown) if s.log else shown
+        # x is drawn relative to x0 so float32 vertices stay exact after millions of steps
+        points = np.column_stack([t - self._x0, drawn]) if len(t) else np.zeros((0, 2))
+        self.lines[s.key].set_points(points)
+        has_data = len(points) > 0
+        if self.hints[s.key].visible == has_data:
             self.hints[s.key].visible = not has_data
-            self.y_axes[s.key].axis.ticker.blank = not has_data
-            title = s.title
-            if s.average and has_data:
-                title = f"{s.title} {mean_text(y)}"
-            if self.titles[s.key].text != title:
-                self.titles[s.key].text = title
-            if has_data:
-                y0, y1 = _padded_range(drawn)
-                self.views[s.key].camera.rect = (0.0, y0, x1 - x0, y1 - y0)
-            else:   # the hint in the middle of an empty plot
-                self.views[s.key].camera.rect = (0.0, 0.0, 1.0, 1.0)
-                self.y_axes[s.key].axis.update()
-        self.x_axis.axis.ticker.blank = not any_data
-        self.x_axis.axis.domain = (x0, x1) if any_data else (0.0, 1.0)
-        self._x0 = x0
-        self.x_axis.axis.update()
+        title = f"{s.title} {mean_text(y)}" if s.average and has_data else s.title
+        if self.titles[s.key].text != title:
+            self.titles[s.key].text = title
+        y_range = _steady_range(self._y_ranges.get(s.key), drawn) if has_data else None
+        if y_range != self._y_ranges.get(s.key):
+            self._y_ranges[s.key] = y_range
+            axis = self.y_axes[s.key].axis
+            axis.ticker.blank = y_range is None
+            axis.domain = y_range or (0.0, 1.0)
+            axis.update()
+        y0, y1 = y_range or (0.0, 1.0)
+        _fit_into_unit_square(self.lines[s.key].transform, self._x_span, y0, y1)
+
+    def _set_x_axis(self, domain: tuple[float, float], blank: bool) -> None:
+        axis = self.x_axis.axis
+        if axis.ticker.blank == blank and tuple(axis.domain) == tuple(domain):
+            return
+        axis.ticker.blank = blank
+        axis.domain = domain
+        axis.update()
 
     def readout_at(self, canvas_pos) -> str | None:
         """"<title>: <x label> <t>, <value>" of the sample nearest in time to canvas pixel ``canvas_pos`` (x, y;
@@ -201,7 +221,7 @@ class LivePlots:
                 return None
             data = np.asarray(self.lines[s.key].get_transform("canvas", "visual").map(
                 [float(canvas_pos[0]), float(canvas_pos[1])]), float)
-            x = data[0] / data[3] + self._x0
+            x = data[0] / data[3] + self._line_x0.get(s.key, self._x0)
             i = int(np.argmin(np.abs(t - x)))
             return f"{s.title}: {self.x_label} {t[i]:.6g}, {y[i]:.6g}"
         return None
@@ -213,6 +233,27 @@ class LivePlots:
 
     def clear(self) -> None:
         self.update(np.zeros(0), {})
+
+
+def _fit_into_unit_square(transform: STTransform, x_span: float, y0: float, y1: float) -> None:
+    """Set ``transform`` to map x in [0, x_span] and y in [y0, y1] onto the unit square (the camera's rect),
+    touching it only when that changes."""
+    scale = (1.0 / x_span, 1.0 / (y1 - y0), 1.0, 1.0)
+    translate = (0.0, -y0 / (y1 - y0), 0.0, 0.0)
+    if not (np.allclose(transform.scale, scale, rtol=1e-7, atol=0.0)
+            and np.allclose(transform.translate, translate, rtol=1e-7, atol=0.0)):
+        transform._set_st(scale=scale, translate=translate)   # both at once: one update, not two
+
+
+def _steady_range(current, drawn: np.ndarray) -> tuple[float, float]:
+    """The y range to show ``drawn``: the one shown now (``current``) while it holds the data and the data fill
+    at least half of it, else a new padded range. A range that stays put spares the axis its new ticks."""
+    target = _padded_range(drawn)
+    if current is not None:
+        lo, hi = float(drawn.min()), float(drawn.max())
+        if current[0] <= lo and hi <= current[1] and target[1] - target[0] >= 0.5 * (current[1] - current[0]):
+            return current
+    return target
 
 
 def _padded_range(y: np.ndarray, min_span: float = 1e-3) -> tuple[float, float]:

@@ -16,12 +16,17 @@
    (bitmap, stored size), so they are kept for the process; each font still computes its kerning pairs and
    stores the field in its own atlas.
 
+4. Axis labels: every draw of an axis sets its label's rotation again, even when the angle is the same, and a
+   text visual given a rotation uploads new position and rotation buffers at its next draw. A plot dock with six
+   axes did that six times a redraw. The rotation is now set only when the angle changes.
+
 ``install()`` is idempotent and runs when ``latticelab.render`` is imported.
 """
 from __future__ import annotations
 
 import numpy as np
 import vispy.gloo.program as gloo_program
+import vispy.visuals.axis as vispy_axis
 import vispy.visuals.text.text as vispy_text
 from vispy import gloo
 
@@ -33,6 +38,24 @@ def install() -> None:
     _install_font_kernel_texture()
     _install_parse_cache()
     _install_glyph_cache()
+    _replace(vispy_axis.AxisVisual, "_prepare_draw", _rotate_label_when_turned)
+
+
+def _rotate_label_when_turned(original):
+    """AxisVisual._prepare_draw, setting the axis label's rotation only when the axis's angle on the canvas
+    changed (VisPy sets it at every draw, which makes the label's text re-upload its vertices)."""
+    def _prepare_draw(self, view):
+        if self._pos is None:
+            return False
+        if self.axis_label is not None:
+            angle = self._rotation_angle
+            if vars(self).get("_latticelab_label_angle") != angle:
+                self._axis_label_vis.rotation = angle
+                vars(self)["_latticelab_label_angle"] = angle    # VisPy's visuals refuse new attributes
+        if self._need_update:
+            self._update_subvisuals()
+
+    return _prepare_draw
 
 
 class _Capture:
