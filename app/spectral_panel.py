@@ -9,35 +9,44 @@ model or its parameters change, restarts the average and redraws.
 
 The work runs off the GUI thread (a 3D L=128 Ising update took 1.75 s, most of it cluster labelling): on the
 GUI thread the panel only copies the state (``frozen_copy``: the model's field arrays copied where they live, the
-rest shared), then a worker thread computes the spectrum, its spherical mean, the image or iso-surface mesh and
-the cluster histogram (``compute``), and a queued signal brings the result back to the GUI thread, which only
-draws it. One job at most is in flight; while one runs the timer's ticks are skipped and the status bar says
-"computing spectrum...". The accumulator of the average is replaced, never changed in place, so an export on
-the GUI thread never sees a half-added spectrum, and a result computed for an older model, parameters or
-average is dropped. ``refresh()`` (scripts, tests) runs the same job and waits for it.
+rest shared; and for cluster sizes of a NumPy model its save/resume state), then a worker thread runs the job
+(``compute``: the spectrum, its spherical mean, the image or iso-surface mesh and the cluster histogram), and a
+queued signal brings the result back to the GUI thread, which only draws it. For a NumPy model the worker thread
+hands the job to a worker process (app/spectral_jobs.py), because cluster labelling and marching cubes hold
+Python's GIL for up to 0.3 s each and would stall the event loop from a thread (issue 16). One job at most is in
+flight; while one runs the timer's ticks are skipped and the status bar says "computing spectrum...". The
+accumulator of the average is replaced, never changed in place, so an export on the GUI thread never sees a
+half-added spectrum, and a result computed for an older model, parameters or average is dropped. ``refresh()``
+(scripts, tests) runs the same job and waits for it.
+
+Drawing stays cheap on a software OpenGL renderer (Mesa llvmpipe, no GPU): there the 3D mesh is kept under
+``SOFTWARE_GL_FACES`` faces (render/isosurface.py ``display_mesh``: a block-maximum reduction of the spectrum,
+said in the view's caption), and a new iso value of a large spectrum is meshed by the worker process too, not
+on the GUI thread.
 """
 from __future__ import annotations
 
 import concurrent.futures
-import copy
 import logging
-import time
-from dataclasses import dataclass
+import threading
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
 from latticelab.app.dialogs import confirm_replace
+from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
+                                          frozen_copy, mesh_in_process)
+from latticelab.app.stepping import ModelProcess, ProcessGone
 from latticelab.render.isosurface import SpectrumIsoView
 from latticelab.render.plots import one_font_manager
-from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView, display_image
+from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
 from latticelab.sim.analysis import spectral
-from latticelab.sim.analysis.marching_cubes import marching_cubes
 from latticelab.sim.io import free_path
-from latticelab.sim.analysis.statistics import size_histogram
 from latticelab.sim.model import HasClusters, main_field
+from latticelab.sim.state import state_of
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +55,11 @@ BUSY_TEXT = "computing spectrum..."
 BUSY_AFTER_MS = 200              # say so only for jobs that last longer than this (no flicker for quick ones)
 CPU_CLUSTER_LIMIT = 1 << 21      # sites: above this, cluster sizes on the CPU are left to the user to ask
 ISO_STEPS = 1000
+SOFTWARE_GL_FACES = 20_000       # a software renderer's mesh budget (some 60 ms a draw with Mesa llvmpipe, 2 cores)
+SYNC_REMESH_CELLS = 1 << 16      # volumes up to 40^3 are meshed at once on a new iso value; larger ones by a worker
+SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "software", "swiftshader", "gdi generic",
+                      "basic render")
+USE_PROCESS = True               # jobs of NumPy models in the worker process (False: on the worker thread)
 FOLDER_KEY = "folders/export"    # the window's remembered export folder, shared with screenshots
 EXPORTS = {  # kind: (file dialog filter, suffix, button text)
     "npz": ("Spectrum and spherical mean (*.npz)", ".npz", "Save NPZ…"),
@@ -54,85 +68,46 @@ EXPORTS = {  # kind: (file dialog filter, suffix, button text)
 }
 
 
-def frozen_copy(model):
-    """A copy of ``model`` for a worker thread while the model steps on: a shallow copy whose arrays named by
-    ``fields()`` are copies (made on the model's device). Returns (copy, main field name, main field copy,
-    whether every field was found as an attribute -- only then do the copy's methods read the frozen state)."""
-    fields = model.fields()
-    copies = {id(array): array.copy() for array in fields.values()}
-    frozen = copy.copy(model)
-    found = set()
-    for attribute, value in list(vars(model).items()):
-        if id(value) in copies:
-            vars(frozen)[attribute] = copies[id(value)]   # past any property: the copy's own attribute
-            found.add(id(value))
-    name, main = next(iter(fields.items()))
-    return frozen, name, copies[id(main)], found == set(copies)
+_process: ModelProcess | None = None     # the docks' worker process, started by the first job that needs it
+_process_lock = threading.Lock()
 
 
-@dataclass
-class SpectrumJob:
-    """What the GUI thread hands the worker: copies only, nothing the frame loop changes."""
-    identity: tuple
-    step: int | None
-    field_name: str
-    field: object                     # a copy of the main field (NumPy or CuPy)
-    base: spectral.SpectrumAccumulator   # the average so far (not changed by the worker)
-    average: bool
-    iso: float
-    iso_method: str
-    clusters_of: object = None        # a frozen copy of the model to measure clusters on, or None
-    clusters_note: str = ""
-    live: str = ""
-
-
-@dataclass
-class SpectrumResult:
-    accumulator: spectral.SpectrumAccumulator
-    spherical: object
-    image: object = None              # 2D: the display image
-    volume: object = None             # 3D: the normalised magnitude and its mesh at ``iso``
-    mesh: object = None
-    iso: float = 0.5
-    histogram: tuple | None = None    # (edges, counts a, counts b, (name a, name b))
-    clusters_text: str = ""
-    seconds: float = 0.0
+def analysis_process() -> ModelProcess:
+    global _process
+    with _process_lock:
+        if _process is None:
+            _process = ModelProcess("latticelab-spectrum")
+        return _process
 
 
 def compute(job: SpectrumJob) -> SpectrumResult:
-    """The worker's part: spectrum, average, spherical mean, image or mesh, cluster histogram."""
-    t0 = time.perf_counter()
-    mag = spectral.fft_magnitude(job.field)
-    accumulator = copy.deepcopy(job.base) if job.average else spectral.SpectrumAccumulator()
-    accumulator.add(mag)
-    shown = accumulator.mean if job.average else mag
-    result = SpectrumResult(accumulator, accumulator.spherical(), iso=job.iso)
-    if shown.ndim == 2:
-        result.image = display_image(shown)
-    else:
-        top = float(shown.max())
-        result.volume = (shown / (top if top > 0 else 1.0)).astype("float32")   # as SpectrumIsoView.set_spectrum
-        result.mesh = marching_cubes(result.volume, job.iso, method=job.iso_method)
-    if job.clusters_of is not None:
-        groups = job.clusters_of.cluster_size_groups()
-        (first, a), (second, b) = list(groups.items())[:2]
-        n_cells = int(job.field.size)
-        edges, counts_a = size_histogram(a, n_cells)
-        _, counts_b = size_histogram(b, n_cells)
-        result.histogram = (edges, counts_a, counts_b, (first, second))
-        largest = max([s[0] for s in groups.values() if s.size] or [0])
-        result.clusters_text = f" | clusters: {a.size} {first}, {b.size} {second}, largest {largest}"
-    elif job.clusters_note:
-        result.clusters_text = job.clusters_note
-    result.seconds = time.perf_counter() - t0
-    return result
+    """The worker thread's part: the job in the worker process when it may go there (a NumPy model), else here
+    (also when the process cannot be had)."""
+    if job.elsewhere:
+        try:
+            return analysis_process().call(compute_in_process, job.state, for_process(job), job.state is not None)
+        except ProcessGone as exc:
+            log.warning("spectrum on a worker thread: %s", exc)
+    return compute_here(job)
+
+
+def remesh(volume, iso: float, method: str, max_faces: int | None):
+    """A new iso value's mesh of a host volume, (mesh, factor): in the worker process (the worker thread's
+    part), here if the process cannot be had."""
+    try:
+        return analysis_process().call(mesh_in_process, None, volume, iso, method, max_faces)
+    except ProcessGone as exc:
+        log.warning("iso-surface on a worker thread: %s", exc)
+    from latticelab.render.isosurface import display_mesh
+    return display_mesh(volume, iso, method=method, max_faces=max_faces)
 
 
 def _iso_caption(field_name: str, view) -> str:
     """What the 3D view shows, short enough for the narrow cell under it."""
     if view.edge_length is None:
         return f"|FFT| of {field_name}: no surface at iso {view.iso:.3f}"
-    return f"|FFT| of {field_name}, box edge {view.edge_length:g}/L"
+    reduced = f", 1/{view.factor} res." if getattr(view, "factor", 1) > 1 else ""
+    return f"|FFT| of {field_name}, box edge {view.edge_length:g}/L{reduced}"
 
 
 class _Delivery(QtCore.QObject):
@@ -167,9 +142,18 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spectrum")
         self._delivery = _Delivery(self)
         self._delivery.done.connect(self._delivered, QtCore.Qt.ConnectionType.QueuedConnection)
-        self.destroyed.connect(lambda *_: self._executor.shutdown(wait=False, cancel_futures=True))
+        # new iso values of a large spectrum are meshed off the GUI thread, one at a time, the latest wins
+        self._mesh_executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="iso-mesh")
+        self._mesh_delivery = _Delivery(self)
+        self._mesh_delivery.done.connect(self._mesh_delivered, QtCore.Qt.ConnectionType.QueuedConnection)
+        self._meshing = None          # (volume, iso) of the mesh being made, or None
+        self._shown_iso = None        # the iso value of the mesh shown
+        self.software_gl: bool | None = None   # known at the canvas's first draw
+        for executor in (self._executor, self._mesh_executor):
+            self.destroyed.connect(lambda *_, e=executor: e.shutdown(wait=False, cancel_futures=True))
         with one_font_manager():
             self._build()
+        self.canvas.events.draw.connect(self._learn_renderer, position="first")
         self.visibilityChanged.connect(self._visibility_changed)
         self.timer = QtCore.QTimer(self, interval=refresh_ms)
         self.timer.timeout.connect(lambda: self.request())
@@ -235,6 +219,23 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.info.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
         layout.addWidget(self.info)
         self.setWidget(body)
+
+    def _learn_renderer(self, event=None) -> None:
+        """At the first draw (the canvas's GL context is current): is the renderer a software one?"""
+        self.canvas.events.draw.disconnect(self._learn_renderer)
+        try:
+            from vispy.gloo import gl
+            renderer = str(gl.glGetParameter(gl.GL_RENDERER)).lower()
+        except Exception as exc:   # no answer: keep the budget, which is harmless on a GPU
+            log.debug("GL renderer unknown: %s", exc)
+            return
+        self.software_gl = any(name in renderer for name in SOFTWARE_RENDERERS)
+        if isinstance(self._spectrum_view, SpectrumIsoView):
+            self._spectrum_view.max_faces = self.max_faces()
+
+    def max_faces(self) -> int | None:
+        """The 3D mesh's face budget: on a software renderer (or before the renderer is known), none on a GPU."""
+        return None if self.software_gl is False else SOFTWARE_GL_FACES
 
     # ==== model tracking ========================================================================
     def _model(self):
@@ -311,7 +312,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
         except Exception as exc:  # keep the app running; say what went wrong
             self._report(f"spectrum update failed: {type(exc).__name__}: {exc}")
             return None
-        clusters_of, note = None, ""
+        elsewhere = USE_PROCESS and isinstance(field, np.ndarray) and model.backend_name == "numpy"
+        clusters_of, note, state = None, "", None
         if self.clusters_box.isChecked() and isinstance(model, HasClusters):
             if int(field.size) > CPU_CLUSTER_LIMIT and model.backend_name != "cuda":
                 note = " | cluster sizes off above 2M cells on the CPU"
@@ -319,11 +321,19 @@ class SpectralPanel(QtWidgets.QDockWidget):
                 note = " | cluster sizes need a copy of the model's state"
             else:
                 clusters_of = frozen
+                if elsewhere:
+                    try:
+                        state = state_of(model)        # the worker process's copy of the model takes it
+                    except Exception as exc:           # a model without a complete state: measure it here
+                        log.debug("no state for the worker process: %s", exc)
+                        elsewhere = False
         live = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in model.params.model_dump().items() if k in type(model.params).names("live"))
         view = self._spectrum_view
         return SpectrumJob(identity, step, name, field, self.accumulator, self.average_box.isChecked(),
-                           self.iso_value(), getattr(view, "method", "auto"), clusters_of, note, live)
+                           self.iso_value(), getattr(view, "method", "auto"), clusters_of, note, live,
+                           max_faces=self.max_faces() if len(model.shape) == 3 else None, state=state,
+                           elsewhere=elsewhere)
 
     def _start(self, job: SpectrumJob):
         self._job = job
@@ -387,7 +397,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.main_cell.stretch = (1.4, 1)
         with one_font_manager():
             self._spectrum_view = (SpectrumImageView(self.main_cell) if ndim == 2
-                                   else SpectrumIsoView(self.main_cell))
+                                   else SpectrumIsoView(self.main_cell, max_faces=self.max_faces()))
         self._spectrum_ndim = ndim
         self.iso_slider.setEnabled(ndim == 3)
         if ndim == 3:
@@ -406,11 +416,10 @@ class SpectralPanel(QtWidgets.QDockWidget):
             self.caption.text = f"|FFT| of {job.field_name}, k = 0 at the centre"
         else:
             view.volume = result.volume
-            if result.iso == self.iso_value():
-                view.iso = result.iso
-                view.show_mesh(result.mesh)
-            else:                # the slider moved while the job ran
-                view.set_iso(self.iso_value())
+            view.iso = self._shown_iso = result.iso
+            view.show_mesh(result.mesh, result.factor)
+            if result.iso != self.iso_value():    # the slider moved while the job ran
+                self._apply_iso(self.iso_value())
             self.caption.text = _iso_caption(job.field_name, view)
         self.magnitude = shown if shown is not None else self.accumulator.mean
         self.mean_plot.set_data(result.spherical)
@@ -430,14 +439,65 @@ class SpectralPanel(QtWidgets.QDockWidget):
         iso = self.iso_value()
         self.iso_label.setText(f"iso {iso:.3f}")
         if isinstance(self._spectrum_view, SpectrumIsoView):
+            self._apply_iso(iso)
+
+    def _apply_iso(self, iso: float) -> None:
+        """Mesh the 3D spectrum at ``iso``: at once for a small one; a large host one on the worker (the process),
+        one mesh at a time, the latest value when it is done. Until then the view shows the last mesh."""
+        view = self._spectrum_view
+        volume = view.volume
+        if isinstance(volume, np.ndarray) and volume.size > SYNC_REMESH_CELLS:
+            view.iso = iso
+            if self._meshing is None:
+                self._start_mesh(volume, iso)
+            return
+        try:
+            view.set_iso(iso)
+            self._shown_iso = iso
+            self.caption.text = _iso_caption(self._field_name, view)
+        except Exception as exc:
+            self.last_error = f"iso-surface failed: {type(exc).__name__}: {exc}"
+            log.exception("iso surface")
+            self.info.setText(self.last_error)
+        self.canvas.update()
+
+    def _start_mesh(self, volume, iso: float) -> None:
+        view = self._spectrum_view
+        self._meshing = (volume, iso)
+        future = self._mesh_executor.submit(remesh, volume, iso, view.method, view.max_faces)
+
+        def deliver(done, key=self._meshing):
             try:
-                self._spectrum_view.set_iso(iso)
-                self.caption.text = _iso_caption(self._field_name, self._spectrum_view)
-            except Exception as exc:
-                self.last_error = f"iso-surface failed: {type(exc).__name__}: {exc}"
-                log.exception("iso surface")
-                self.info.setText(self.last_error)
-            self.canvas.update()
+                self._mesh_delivery.done.emit((key, done))
+            except RuntimeError:   # the panel is gone
+                pass
+
+        future.add_done_callback(deliver)
+
+    def _mesh_delivered(self, payload) -> None:
+        (volume, iso), future = payload
+        self._meshing = None
+        view = self._spectrum_view
+        if not isinstance(view, SpectrumIsoView) or view.volume is None:
+            return
+        if view.volume is not volume:   # another spectrum meanwhile, shown with the mesh of its job's iso value
+            if self._shown_iso != view.iso:
+                self._start_mesh(view.volume, view.iso)
+            return
+        try:
+            mesh, factor = future.result()
+        except Exception as exc:
+            self.last_error = f"iso-surface failed: {type(exc).__name__}: {exc}"
+            log.error("iso surface", exc_info=exc)
+            self.info.setText(self.last_error)
+            return
+        if view.iso != iso:        # the slider moved on: mesh its latest value
+            self._start_mesh(volume, view.iso)
+            return
+        view.show_mesh(mesh, factor)
+        self._shown_iso = iso
+        self.caption.text = _iso_caption(self._field_name, view)
+        self.canvas.update()
 
     # ==== export ================================================================================
     def record(self) -> spectral.SpectrumRecord:

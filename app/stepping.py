@@ -1,22 +1,45 @@
-"""Steps that take longer than a frame run on a worker thread, so the window keeps answering.
+"""Steps that take longer than a frame run in the background, so the window keeps answering.
 
 A Swendsen-Wang sweep of a 2048^2 lattice takes seconds on NumPy: run on the GUI thread it would freeze menus,
-shortcuts and every dock for that long. ``BackgroundStepper`` runs one ``model.advance(n)`` at a time on a
-daemon thread (a closing window never waits for it) and hands the finished batch back to the frame loop, which
-commits it to the runner on the GUI thread. While a batch is in flight the model belongs to the worker: the
-window shows the last picture and defers anything that would change or read the whole state (a parameter, a
-reset, a save) until the batch is in (MainWindow._when_idle).
+shortcuts and every dock for that long. ``BackgroundStepper`` runs one ``model.advance(n)`` at a time off the
+GUI thread and hands the finished batch back to the frame loop, which commits it to the runner on the GUI thread.
+While a batch is in flight the model belongs to the stepper: the window shows the last picture and defers
+anything that would change or read the whole state (a parameter, a reset, a save) until the batch is in
+(MainWindow._when_idle).
+
+Where the steps run. A worker *thread* shares the interpreter's lock (the GIL) with the GUI thread, and long C
+calls that keep it -- scipy.sparse.csgraph's labelling, scikit-image, ``np.unique``, ``ufunc.at`` -- froze the
+frame loop for hundreds of milliseconds although the step ran "in the background" (issue 16: a Swendsen-Wang
+step of a 2048^2 lattice held it for up to 0.3 s at a time). So a NumPy model that can take its state back in
+place (sim/model.py: ResumesInPlace) is stepped in a worker *process* (``ModelProcess``: one persistent child,
+a fresh interpreter without Qt, holding a copy of the model). Each batch ships the model's exact save/resume
+state (sim/state.py ``state_of``: the parameters and ``get_state()``) to the child, which brings its copy to
+that state (in place when its parameters are the same, else rebuilt as a saved state is loaded), runs
+``advance(n)`` and sends back the StepBatch and the new ``get_state()``; the stepper's thread puts that into the
+window's model with ``set_state``. The trajectory is the one of stepping in place (the same code from the same
+state; tests/gui/test_stepping_process.py). Other models (and a model whose ``advance`` was replaced on the
+instance, which a child cannot repeat) are stepped on the worker thread as before; a child that cannot start or
+dies mid-batch costs that batch a thread step, never a result.
 
 On a CUDA device the frame loop stays on the GUI thread: kernel launches return at once, and the view's
 CUDA-OpenGL interop must run in the thread that owns the GL context.
 """
 from __future__ import annotations
 
+import logging
 import math
+import os
+import pickle
+import subprocess
+import sys
 import threading
 import time
 
+log = logging.getLogger(__name__)
+
 BIG_MODEL_CELLS = 1 << 20   # a CPU model this large is stepped in the background before its cost is known
+USE_PROCESS = True          # step ResumesInPlace NumPy models in a worker process (False: always a thread)
+CHILD_NICENESS = 5          # the worker processes' scheduling priority below the window's
 
 
 def wants_background(model, seconds_per_step: float | None, budget_s: float) -> bool:
@@ -29,35 +52,264 @@ def wants_background(model, seconds_per_step: float | None, budget_s: float) -> 
     return seconds_per_step > 0.5 * budget_s
 
 
+# ==== the worker process ===========================================================================
+class ProcessGone(RuntimeError):
+    """The worker process could not be started, or died during a call."""
+
+
+def _portable(exc: BaseException) -> tuple:
+    """An exception as plain values (ParameterError's constructor takes two arguments, which pickling an
+    exception does not give back)."""
+    return (type(exc).__name__, str(exc), getattr(exc, "parameter", None))
+
+
+def _rebuilt(error: tuple) -> BaseException:
+    from latticelab.sim.params import ParameterError
+    kind, text, parameter = error
+    if parameter is not None:
+        return ParameterError(parameter, text.removeprefix(f"{parameter}: "))
+    if kind == "MemoryError":
+        return MemoryError(text)
+    return RuntimeError(f"{kind} in the worker process: {text}")
+
+
+def _in_place_possible(model, state) -> bool:
+    """Whether the child's ``model`` can take ``state`` with ``set_state`` (same model, same parameters)."""
+    import numpy as np
+
+    from latticelab.sim.model import ResumesInPlace
+    from latticelab.sim.state import PARAM
+    if model is None or not isinstance(model, ResumesInPlace):
+        return False
+    if str(np.asarray(state.get("model")).item()) != model.name:
+        return False
+    values = {k[len(PARAM):]: np.asarray(v).item() for k, v in state.items() if k.startswith(PARAM)}
+    return values == model.params.model_dump()
+
+
+def _send(stream, message) -> None:
+    """One message on a binary stream: its length (8 bytes, little-endian), then its pickle."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(8, "little"))
+    stream.write(data)
+    stream.flush()
+
+
+def _receive(stream):
+    """The next message of ``_send``; EOFError when the other end is gone."""
+    def exactly(n: int) -> bytearray:
+        buffer = bytearray(n)
+        view, got = memoryview(buffer), 0
+        while got < n:
+            k = stream.readinto(view[got:])
+            if not k:
+                raise EOFError("the other end closed the stream")
+            got += k
+        return buffer
+
+    return pickle.loads(exactly(int.from_bytes(exactly(8), "little")))
+
+
+def _serve(requests, replies) -> None:
+    """The child's loop: (function, state, args) in, ("ok", function(model, *args)) or ("error", ...) out; the
+    model is brought to ``state`` first (None: left as it is). Ends on None or when the parent is gone."""
+    from latticelab.sim.state import HEADER, PARAM, restore
+    model = None
+    while True:
+        try:
+            message = _receive(requests)
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        try:
+            function, state, args = message
+            if state is not None:
+                if _in_place_possible(model, state):
+                    model.set_state({k: v for k, v in state.items()
+                                     if not k.startswith(PARAM) and k not in HEADER})
+                else:
+                    model = None          # free the old copy before the new one is built
+                    model = restore(state, backend="numpy", source="the window's model", _fresh=True)
+            reply = ("ok", function(model, *args))
+        except BaseException as exc:      # handed to the caller, which raises it
+            reply = ("error", _portable(exc))
+        try:
+            _send(replies, reply)
+        except (BrokenPipeError, OSError):
+            return
+        except Exception as exc:          # a result that does not pickle
+            _send(replies, ("error", _portable(exc)))
+
+
+def child_main() -> None:
+    """The worker process: requests on stdin, replies on what was stdout; anything the child prints goes to
+    stderr, so it never mixes with the replies."""
+    requests = os.fdopen(os.dup(0), "rb", buffering=0)
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if hasattr(os, "nice"):   # below the window: on a machine of few cores the GUI thread gets a core when it asks
+        try:
+            os.nice(CHILD_NICENESS)
+        except OSError:
+            pass
+    _serve(requests, replies)
+
+
+class ModelProcess:
+    """A persistent worker process holding a copy of a model; ``call`` runs a function on it.
+
+    The child is a fresh interpreter started on the first call and kept (``python -c``: it imports latticelab,
+    NumPy and SciPy, nothing of Qt or the GL context, and never re-runs the caller's main script). Messages go
+    through its stdin and stdout as pickles; it ends when the parent closes its stdin or exits. Calls are
+    serialised; each blocks the calling thread (never the GUI thread) until the child answers, without holding
+    the GIL while it waits."""
+
+    def __init__(self, name: str = "latticelab-model"):
+        self.name = name
+        self._lock = threading.Lock()
+        self._process = None
+        self.calls = 0
+        self.failed: str | None = None   # why the child could not be started (then it is not tried again)
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def _ensure(self):
+        if self.alive:
+            return self._process
+        self._stop()
+        if self.failed is not None:
+            raise ProcessGone(self.failed)
+        if getattr(sys, "frozen", False):
+            self.failed = "a frozen application cannot start a Python worker process"
+            raise ProcessGone(self.failed)
+        code = (f"import sys; sys.path[:0] = {[p for p in sys.path if isinstance(p, str)]!r}; "
+                "from latticelab.app.stepping import child_main; child_main()")
+        try:
+            self._process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, bufsize=0, close_fds=True)
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            self.failed = f"the worker process could not start: {type(exc).__name__}: {exc}"
+            raise ProcessGone(self.failed) from exc
+        return self._process
+
+    def call(self, function, state, *args):
+        """``function(model, *args)`` in the child, its copy of the model first brought to ``state`` (a
+        sim/state.py ``state_of`` dict, or None to leave it). ``function`` must be importable by name (a
+        module-level function); raises what it raised (ParameterError and MemoryError as themselves, others as
+        RuntimeError), or ProcessGone."""
+        with self._lock:
+            process = self._ensure()
+            try:
+                _send(process.stdin, (function, state, args))
+                status, value = _receive(process.stdout)
+            except (EOFError, OSError) as exc:
+                self._stop()
+                raise ProcessGone(f"the worker process ended during a call ({type(exc).__name__})") from exc
+            self.calls += 1
+        if status == "ok":
+            return value
+        raise _rebuilt(value)
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        for stream in (process.stdin, process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            process.wait(2.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(2.0)
+
+    def close(self) -> None:
+        """End the child (tests; an application simply exits, which closes the child's stdin)."""
+        with self._lock:
+            if self.alive:
+                try:
+                    _send(self._process.stdin, None)
+                except OSError:
+                    pass
+            self._stop()
+
+
+def _advance_in_child(model, n: int):
+    """The child's part of a batch: the steps, then the state they left."""
+    batch = model.advance(int(n))
+    return batch, model.get_state()
+
+
+def steps_elsewhere(model) -> bool:
+    """Whether ``model``'s batches can run in the worker process: a NumPy model that takes a state back in
+    place, with the class's own ``advance`` and ``step`` (a replacement on the instance stays here)."""
+    from latticelab.sim.model import ResumesInPlace
+    return (USE_PROCESS and getattr(model, "backend_name", "numpy") == "numpy"
+            and isinstance(model, ResumesInPlace) and not {"advance", "step"} & set(vars(model)))
+
+
+# ==== the stepper ==================================================================================
 class BackgroundStepper:
-    """One ``model.advance(n)`` at a time on a worker thread."""
+    """One ``model.advance(n)`` at a time off the GUI thread: in the worker process when the model allows it
+    (``steps_elsewhere``), else on a worker thread."""
 
     def __init__(self):
         self._thread: threading.Thread | None = None
         self._result = None
         self._error: BaseException | None = None
+        self._process: ModelProcess | None = None
         self.model = None           # the model being stepped
         self.steps = 0              # steps asked of it
         self.started = 0.0          # perf_counter at the start
+        self.where = ""             # "process" or "thread": where the last batch ran
 
     @property
     def busy(self) -> bool:
         return self._thread is not None
+
+    @property
+    def process(self) -> ModelProcess:
+        if self._process is None:
+            self._process = ModelProcess("latticelab-steps")
+        return self._process
 
     def start(self, model, n: int) -> None:
         if self.busy:
             raise RuntimeError("a batch of steps is already running")
         self.model, self.steps, self.started = model, int(n), time.perf_counter()
         self._result, self._error = None, None
+        elsewhere = steps_elsewhere(model)
 
         def work():
             try:
-                self._result = model.advance(int(n))
+                self._result = self._advance_elsewhere(model, int(n)) if elsewhere else None
+                if self._result is None:
+                    self.where = "thread"
+                    self._result = model.advance(int(n))
             except BaseException as exc:   # handed to the GUI thread, which reports it
                 self._error = exc
 
         self._thread = threading.Thread(target=work, name="latticelab-steps", daemon=True)
         self._thread.start()
+
+    def _advance_elsewhere(self, model, n: int):
+        """The batch in the worker process, its state put back into ``model``; None when the process is not
+        usable (the caller steps here instead: nothing of ``model`` has changed then)."""
+        from latticelab.sim.state import state_of
+        try:
+            batch, arrays = self.process.call(_advance_in_child, state_of(model), n)
+        except ProcessGone as exc:
+            log.warning("stepping on a worker thread: %s", exc)
+            return None
+        model.set_state(arrays)
+        self.where = "process"
+        return batch
 
     def poll(self):
         """None while the batch runs; then (model, batch, seconds) once, raising the worker's exception if it
@@ -81,3 +333,9 @@ class BackgroundStepper:
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started if self.busy else 0.0
+
+    def close(self) -> None:
+        """End the worker process, if one was started (after the batch in flight)."""
+        self.wait()
+        if self._process is not None:
+            self._process.close()

@@ -6,6 +6,16 @@ mesh is made by the GPU kernels of sim/marching_cubes.py and reaches the vertex 
 render/interop.py (device-to-device copies into the GL buffers); elsewhere scikit-image makes the mesh
 and it is uploaded from host memory. Either way the mesh's (z, y, x) vertices go in unchanged: the vertex
 shader (shaders/isosurface.vert) swizzles them.
+
+On a software OpenGL renderer (Mesa llvmpipe) a mesh is slow to draw: in the window's docked canvas, measured on
+2 cores, about 3 microseconds per face, more for large faces (the surface of a noisy spectrum is many layers
+deep), and a noisy 128^3 spectrum at iso 0.5 gives half a million faces (a draw of seconds, every time the dock
+repaints).
+``display_mesh`` therefore keeps the mesh under a face budget when one is given: it meshes a block-maximum
+reduction of the volume (2^3, 4^3, ... cells to one; the maximum keeps single bright modes, as the 2D image does),
+never coarser than ``MIN_DISPLAY_SIDE`` cells a side, with the vertices put back in the full volume's
+coordinates, so the box and its edge length still read in frequency units. The view says when it shows a
+reduction (``factor``).
 """
 from __future__ import annotations
 
@@ -95,6 +105,44 @@ class IsoSurfaceVisual(Visual):
 IsoSurface = create_visual_node(IsoSurfaceVisual)
 
 
+MIN_DISPLAY_SIDE = 32            # a face budget never reduces a volume below this many cells a side
+
+
+def block_max(volume, factor: int):
+    """``volume`` reduced by the maximum over blocks of factor^3 cells (trailing cells that do not fill a block
+    are left out); NumPy or CuPy."""
+    if factor <= 1:
+        return volume
+    n = [(k // factor) * factor for k in volume.shape]
+    v = volume[:n[0], :n[1], :n[2]]
+    return v.reshape(n[0] // factor, factor, n[1] // factor, factor, n[2] // factor, factor).max(axis=(1, 3, 5))
+
+
+def estimated_faces(volume, level: float) -> int:
+    """About how many faces marching cubes makes at ``level``: two per crossed grid edge (each crossed edge is
+    one vertex; a closed triangle mesh has about twice as many faces as vertices). Cheap: three comparisons."""
+    inside = volume > level
+    crossed = sum(int((a != b).sum()) for a, b in ((inside[1:], inside[:-1]), (inside[:, 1:], inside[:, :-1]),
+                                                   (inside[:, :, 1:], inside[:, :, :-1])))
+    return 2 * crossed
+
+
+def display_mesh(volume, level: float, method: str = "auto", max_faces: int | None = None) -> tuple[Mesh, int]:
+    """(mesh, factor): the iso-surface of ``volume`` at ``level``, made from ``block_max(volume, factor)`` with the
+    smallest factor (1, 2, 4, ...) whose mesh is estimated at no more than ``max_faces`` faces (None: factor 1),
+    keeping at least MIN_DISPLAY_SIDE cells a side. Vertices are in the full volume's index coordinates (a block's
+    centre for a reduced one)."""
+    factor, reduced = 1, volume
+    if max_faces is not None:
+        while min(reduced.shape) >= 2 * MIN_DISPLAY_SIDE and estimated_faces(reduced, level) > max_faces:
+            factor *= 2
+            reduced = block_max(volume, factor)
+    mesh = marching_cubes(reduced, level, method=method)
+    if factor > 1 and mesh.n_faces:
+        mesh = Mesh(mesh.vertices * np.float32(factor) + np.float32((factor - 1) / 2), mesh.faces, mesh.normals)
+    return mesh, factor
+
+
 def box_segments(lo, hi) -> np.ndarray:
     """(24, 3) end points of the 12 edges of the axis-aligned box [lo, hi] (x, y, z)."""
     lo, hi = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
@@ -106,9 +154,11 @@ def box_segments(lo, hi) -> np.ndarray:
 class SpectrumIsoView:
     """Iso-surfaces of a 3D magnitude volume in a ViewBox; the iso value is a fraction of the maximum."""
 
-    def __init__(self, view: "scene.widgets.ViewBox", method: str = "auto"):
+    def __init__(self, view: "scene.widgets.ViewBox", method: str = "auto", max_faces: int | None = None):
         self.view = view
         self.method = method
+        self.max_faces = max_faces      # the face budget of ``display_mesh`` (None: the full volume's mesh)
+        self.factor = 1                 # the reduction the mesh shown was made from
         view.camera = scene.TurntableCamera(fov=35, elevation=25, azimuth=35)
         self.surface = IsoSurface(parent=view.scene)
         self.box = scene.visuals.Line(pos=np.zeros((2, 3), np.float32), color=BOX, connect="segments",
@@ -143,14 +193,16 @@ class SpectrumIsoView:
         if self.volume is None:
             return
         t0 = time.perf_counter()
-        mesh = marching_cubes(self.volume, self.iso, method=self.method)
+        mesh, factor = display_mesh(self.volume, self.iso, method=self.method, max_faces=self.max_faces)
         t1 = time.perf_counter()
-        self.show_mesh(mesh)
+        self.show_mesh(mesh, factor)
         self.timings = {"marching_cubes_s": t1 - t0, "upload_s": time.perf_counter() - t1}
 
-    def show_mesh(self, mesh: Mesh) -> None:
-        """Draw a mesh of the current volume (made here or elsewhere, e.g. by a benchmark)."""
+    def show_mesh(self, mesh: Mesh, factor: int = 1) -> None:
+        """Draw a mesh of the current volume (made here or elsewhere, e.g. by a benchmark or ``display_mesh`` on
+        a worker; ``factor``: the block reduction it was made from)."""
         self.mesh = mesh
+        self.factor = int(factor)
         self.surface.set_mesh(mesh, canvas=self.view.canvas)
         self._frame()
 
@@ -168,6 +220,8 @@ class SpectrumIsoView:
             half = float(np.ceil(half))
             self.edge_length = 2 * half
             self.label.text = f"edge {self.edge_length:g} (frequency units, 1 = 1/L)"
+            if self.factor > 1:
+                self.label.text += f", shown at 1/{self.factor} resolution"
         centre = centre_zyx[::-1]
         lo, hi = centre - half, centre + half
         self.box.set_data(pos=box_segments(lo, hi))

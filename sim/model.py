@@ -251,6 +251,15 @@ class Model(abc.ABC):
 
 # ---- optional capabilities (small protocols; generic code tests for them with isinstance) ----------------
 @runtime_checkable
+class ResumesInPlace(Protocol):
+    def set_state(self, arrays: dict) -> None:
+        """Put the ``get_state()`` arrays of a model of this class and these parameters into this model, in
+        place: afterwards it steps and measures exactly as the model they came from (the window steps a copy of
+        a slow CPU model in a worker process and hands each result back this way, app/stepping.py). The model
+        may keep the arrays given. Damaged arrays raise ParameterError('state', ...) and change nothing."""
+
+
+@runtime_checkable
 class HasClusters(Protocol):
     def cluster_size_groups(self) -> dict[str, np.ndarray]:
         """Sizes of the connected clusters of like cells in the current state, per kind of cell (the Ising

@@ -310,6 +310,29 @@ class IsingModel(Model):
             "rewired_edge_ids": g.rewired_edge_ids.copy(), "new_edges": g.new_edges.copy(),
         }
 
+    def set_state(self, arrays: dict) -> None:
+        """The ``get_state()`` arrays of an Ising model with these parameters, put into this one in place (the
+        ResumesInPlace capability): spins, flips, random-stream position and counters; the graph is rebuilt
+        only when the arrays hold another one. Damaged arrays raise ParameterError('state', ...) first."""
+        from latticelab.sim.models.ising.state import validate_arrays
+        params = self._params
+        s = validate_arrays(params, arrays)
+        g = self.graph
+        same_graph = (s["rewired_ends"] == g.rewired_ends
+                      and np.array_equal(s["rewired_edge_ids"], g.rewired_edge_ids)
+                      and np.array_equal(s["new_edges"], np.asarray(g.new_edges).reshape(-1, 2)))
+        if not same_graph:
+            lattice = RewiredLattice(dim=params.dim, L=params.L, p=params.p, rewire_dims=params.rewire_dims,
+                                     rewired_edge_ids=s["rewired_edge_ids"], new_edges=s["new_edges"],
+                                     rewired_ends=s["rewired_ends"])
+            self._build_graph(params.p, params.rewire_dims, lattice)
+        self._rng = StreamRNG(self.xp, params.seed, s["streams_used"])
+        self.spins = self.xp.asarray(s["spins"])
+        self.flipped = self.xp.asarray(s["flipped"])
+        self._flipped_count = None
+        self._step_count = s["step_count"]
+        self._phase = s["phase"] % len(self._schedule)
+
     @classmethod
     def from_state(cls, params: IsingParams, arrays: dict, backend: str = "auto") -> "IsingModel":
         """Rebuild from validated parameters and ``get_state()`` arrays; damaged arrays raise
