@@ -27,6 +27,7 @@ import csv
 import io
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -173,6 +174,32 @@ def gpu_ids() -> list[str]:
     return [str(i) for i, line in enumerate(l for l in done.stdout.splitlines() if l.startswith("GPU "))]
 
 
+def gpu_cpu_affinity(topology: str | None = None) -> dict[str, str]:
+    """GPU index -> the CPU list nearest it ('0-15,32-47'), from ``nvidia-smi topo -m`` (or the given text of
+    it); empty when unknown."""
+    if topology is None:
+        try:
+            done = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        if done.returncode != 0:
+            return {}
+        topology = done.stdout
+    # cells are tab-separated; the header row's first cell (over the row labels) is empty, so a header cell's
+    # index is its column in the data rows. Terminal underline codes around the header are dropped.
+    rows = [re.sub(r"\x1b\[[0-9;]*m", "", line).split("\t") for line in topology.splitlines()]
+    header = next((r for r in rows if any(c.strip() == "CPU Affinity" for c in r)), None)
+    if header is None:
+        return {}
+    column = [c.strip() for c in header].index("CPU Affinity")
+    found = {}
+    for r in rows:
+        name = r[0].strip()
+        if name.startswith("GPU") and name[3:].isdigit() and len(r) > column and r[column].strip() not in ("", "N/A"):
+            found[name[3:]] = r[column].strip()
+    return found
+
+
 def local_cluster(workers: int | str = "auto", processes: bool = True):
     """A Dask cluster on this machine: one worker per GPU (pinned) when there are GPUs, else CPU workers."""
     gpus = gpu_ids()
@@ -186,9 +213,17 @@ def local_cluster(workers: int | str = "auto", processes: bool = True):
             return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus[:n]), threads_per_worker=1,
                                     dashboard_address=":0")
         from distributed import Nanny, Scheduler, SpecCluster
-        # as LocalCUDACluster does: worker i sees its GPU first (device 0), the others after it
-        specs = {f"gpu-{gpus[i]}": {"cls": Nanny, "options": {
-            "nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": ",".join(gpus[i:] + gpus[:i])}}} for i in range(n)}
+        from latticelab.sim.studies.worker_setup import AFFINITY_VARIABLE
+        affinity = gpu_cpu_affinity()
+        # as LocalCUDACluster does: worker i sees its GPU first (device 0), the others after it, and runs on the
+        # CPU cores nearest that GPU (worker_setup.py)
+        specs = {}
+        for i in range(n):
+            env = {"CUDA_VISIBLE_DEVICES": ",".join(gpus[i:] + gpus[:i])}
+            if gpus[i] in affinity:
+                env[AFFINITY_VARIABLE] = affinity[gpus[i]]
+            specs[f"gpu-{gpus[i]}"] = {"cls": Nanny, "options": {
+                "nthreads": 1, "env": env, "preload": ["latticelab.sim.studies.worker_setup"]}}
         return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}})
     from distributed import LocalCluster
     n = (os.cpu_count() or 1) if workers in (None, "auto") else int(workers)
