@@ -1,0 +1,106 @@
+// The statistics of one time step that the adaptive step control of the Cahn-Hilliard model needs (model.py:
+// FusedChange, adapted_dt), in one pass over the new field `next` and the previous field `prev` of n cells:
+//     result[0] = key(max |next - prev|),   result[1] = key(max prev),   result[2] = key(max -prev) = key(-min prev)
+// max-reduced into three 64-bit words by atomics; the same launch zeroes `clear[0..2]` (the other slot of a
+// pair of result slots, which the next launch reduces into: no memset launch is needed).
+//
+// Keys: the value is widened to double (exact for float and double) and its bits b mapped to b | 2^63 when the
+// sign bit is clear, ~b when it is set, so that the unsigned order of the keys is the order of the values
+// (-0 just below +0) and 0 lies below every key: zeroed words are the identity of the max. A NaN of either sign
+// takes the largest key, ~0 (it decodes to a NaN), so NaN propagates as NumPy's max and min do. |d| is d with
+// the sign bit cleared (fabs: a NaN stays a NaN, with a key above every number's), and min prev comes as
+// max(-prev) (negation is exact). The difference next - prev is rounded to Real, as the NumPy/CuPy twin's
+// new - old is, and only then widened. The maxima are exact: the decoded values equal NumPy's max and min bit
+// for bit (model.change_keys_twin is the NumPy twin of the three words).
+//
+// The reduction: a grid-stride loop per thread (model.change_launch caps the grid), a warp max by
+// shuffles, the warps' maxima through shared memory, the first warp reduces them, and thread 0 of each block does
+// three atomicMax. Any n >= 1 and any number of blocks; blockDim.x must be CH_CHANGE_THREADS.
+#define CH_CHANGE_THREADS 256
+
+#ifndef __CUDACC__
+// The CPU emulator (sim/gpu/emulate.py, g++) provides only the atomics other kernels use; this one, with the
+// emulator's scheduling point in front as its other atomics have, and the bit casts.
+#include <cstring>
+inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v)
+{
+    SCHEDULE_POINT();
+    const unsigned long long old = *p;
+    *p = old > v ? old : v;
+    return old;
+}
+inline long long __double_as_longlong(double v)
+{
+    long long b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+}
+#endif
+
+__device__ __forceinline__ unsigned long long ch_key(double v)
+{
+    if (v != v) return ~0ull;                     // any NaN above everything, so NaN propagates as in NumPy
+    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+    return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+
+// the key of |v|: the sign bit cleared, then mapped as a non-negative value
+__device__ __forceinline__ unsigned long long ch_abs_key(double v)
+{
+    return (unsigned long long)__double_as_longlong(v) | 0x8000000000000000ull;
+}
+
+__device__ __forceinline__ unsigned long long ch_umax(unsigned long long a, unsigned long long b)
+{
+    return a > b ? a : b;
+}
+
+__device__ __forceinline__ unsigned long long ch_warp_max(unsigned long long v)
+{
+#pragma unroll
+    for (int delta = 16; delta > 0; delta >>= 1) v = ch_umax(v, __shfl_down_sync(0xffffffffu, v, delta));
+    return v;
+}
+
+template <typename Real>
+__global__ void __launch_bounds__(CH_CHANGE_THREADS)
+ch_change(const Real* __restrict__ next, const Real* __restrict__ prev, const long long n,
+          unsigned long long* __restrict__ result, unsigned long long* __restrict__ clear)
+{
+    __shared__ unsigned long long partial[3][CH_CHANGE_THREADS / 32];
+    const int t = (int)threadIdx.x, lane = t & 31, warp = t >> 5;
+    if (blockIdx.x == 0 && t < 3) clear[t] = 0ull;
+
+    unsigned long long change = 0ull, top = 0ull, neg_bottom = 0ull;     // 0: below every key
+    const long long stride = (long long)gridDim.x * CH_CHANGE_THREADS;
+    for (long long i = (long long)blockIdx.x * CH_CHANGE_THREADS + t; i < n; i += stride) {
+        const Real old = prev[i];
+        const Real d = next[i] - old;                                    // rounded to Real, as the twin's
+        change = ch_umax(change, ch_abs_key((double)d));
+        top = ch_umax(top, ch_key((double)old));
+        neg_bottom = ch_umax(neg_bottom, ch_key(-(double)old));
+    }
+    change = ch_warp_max(change);
+    top = ch_warp_max(top);
+    neg_bottom = ch_warp_max(neg_bottom);
+    if (lane == 0) {
+        partial[0][warp] = change;
+        partial[1][warp] = top;
+        partial[2][warp] = neg_bottom;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        constexpr int WARPS = CH_CHANGE_THREADS / 32;
+        change = lane < WARPS ? partial[0][lane] : 0ull;
+        top = lane < WARPS ? partial[1][lane] : 0ull;
+        neg_bottom = lane < WARPS ? partial[2][lane] : 0ull;
+        change = ch_warp_max(change);
+        top = ch_warp_max(top);
+        neg_bottom = ch_warp_max(neg_bottom);
+        if (lane == 0) {
+            atomicMax(result + 0, change);
+            atomicMax(result + 1, top);
+            atomicMax(result + 2, neg_bottom);
+        }
+    }
+}
