@@ -24,6 +24,7 @@ class ControlsPanel(QtWidgets.QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.form: ParameterForm | None = None
+        self._forms: dict = {}      # schema -> its form; the forms of models not running are kept, hidden
         layout = QtWidgets.QVBoxLayout(self)
         self.model_box = QtWidgets.QGroupBox("Model", objectName="model_box")
         self.model_layout = QtWidgets.QVBoxLayout(self.model_box)
@@ -77,17 +78,33 @@ class ControlsPanel(QtWidgets.QWidget):
         self.highlight.setVisible(model_class.changed is not Model.changed)
 
     def set_schema(self, schema, marks_label: str | None) -> None:
-        """Show the parameter form of ``schema``; ``marks_label`` names the model's marks (None: it has none)."""
+        """Show the parameter form of ``schema``; ``marks_label`` names the model's marks (None: it has none).
+        Each schema's form is made once (or ahead, ``stage_form``) and kept: switching back only shows it."""
         if self.form is not None and self.form.schema is schema:
             return
+        form = self._forms.get(schema) or self._new_form(schema)
+        form.finish()
         if self.form is not None:
-            self.model_layout.removeWidget(self.form)
-            self.form.deleteLater()
-        self.form = ParameterForm(schema)
-        self.form.edited.connect(self.parameterEdited)
-        self.model_layout.insertWidget(0, self.form)
+            self.form.hide()
+        self.form = form
+        form.show()
         self.show_links.setVisible(marks_label is not None)
         self.show_links.setText(marks_label or "Show marks")
+
+    def stage_form(self, schema):
+        """The form of ``schema`` made ahead, hidden: an iterator making one row per step (None when it is made
+        already)."""
+        if schema in self._forms and self._forms[schema].built:
+            return None
+        return (self._forms.get(schema) or self._new_form(schema)).steps
+
+    def _new_form(self, schema) -> ParameterForm:
+        form = ParameterForm(schema, build=False)
+        form.hide()
+        form.edited.connect(self.parameterEdited)
+        self.model_layout.insertWidget(0, form)
+        self._forms[schema] = form
+        return form
 
     def field(self, name: str):
         """The widget of parameter ``name`` in the current form."""

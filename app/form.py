@@ -394,25 +394,40 @@ class ParameterForm(QtWidgets.QWidget):
 
     GROUPS = (("rebuild", "Model"), ("live", "Running"), ("reset", "Next reset"))
 
-    def __init__(self, schema: type[ModelParams], parent=None):
+    def __init__(self, schema: type[ModelParams], parent=None, build: bool = True):
+        """``build=False``: the rows are made later, one per step of ``steps`` (the window builds the next
+        model's form over several frames while the model is prepared); ``finish()`` makes the rest at once."""
         super().__init__(parent)
         self.schema = schema
         self.setObjectName("parameter_form")
-        form = QtWidgets.QFormLayout(self)
+        self.form_layout = form = QtWidgets.QFormLayout(self)
         form.setFieldGrowthPolicy(QtWidgets.QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.setContentsMargins(0, 0, 0, 0)
         self.fields: dict[str, FieldWidget] = {}
-        infos = schema.fields()
+        self.built = False
+        self.steps = self._build_rows()
+        if build:
+            self.finish()
+
+    def _build_rows(self):
+        infos = self.schema.fields()
         for applies, _title in self.GROUPS:
             for name, info in infos.items():
                 if info["applies"] != applies:
                     continue
-                widget = make_field(name, info, schema)
+                widget = make_field(name, info, self.schema)
                 widget.edited.connect(self.edited)
                 label = QtWidgets.QLabel(info["label"])
                 label.setToolTip(widget.toolTip())
-                form.addRow(label, widget)
+                self.form_layout.addRow(label, widget)
                 self.fields[name] = widget
+                yield name
+        self.built = True
+
+    def finish(self) -> None:
+        """Make the rows not made yet."""
+        for _ in self.steps:
+            pass
 
     def field(self, name: str) -> FieldWidget:
         return self.fields[name]

@@ -31,6 +31,7 @@ from latticelab.app.qt_compat import protect_singletons
 from latticelab.app.settings import Preferences, variant_key
 from latticelab.app.preparing import Job, ModelPreparer, current_device
 from latticelab.app import preparing
+from latticelab.app.staging import Staging
 from latticelab.app.stepping import BackgroundStepper, wants_background
 from latticelab.render import palette
 from latticelab.render.field_view import FieldView
@@ -86,6 +87,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self._deferred = []                  # changes waiting for the worker's batch or the model being prepared
         self.preparer = ModelPreparer()      # new models (switch, size, dimension) are built on a worker thread
         self.background_builds = None        # None: when the model is large (or on CUDA); True/False: always/never
+        self.staging = Staging()             # the next model's form and plots, made ahead a slice per frame
+        self._plot_sets = {}                 # model class -> its LivePlots; those of other models kept, hidden
+        self._plot_fonts = None              # one VisPy font manager (glyph atlas) for all of them
+        self.last_swap: dict = {}            # the last model change's GUI-thread parts, in seconds (bench/window.py)
 
         self._build_canvases()
         self._build_controls()
@@ -472,19 +477,43 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.timer.isActive():
             self.timer.start()
 
-    def _poll_preparation(self) -> None:
+    def _poll_preparation(self) -> bool:
         """Swap in a model the worker has built, in one step on this thread; after the batch of steps in flight,
-        if any (the old model's)."""
-        if not self.preparer.busy or self.stepper.busy:
-            return
+        if any (the old model's), and once its form and plots are made (``staging``). True when a build was
+        taken (swapped in, or reported as failed)."""
+        if not self.preparer.busy or self.stepper.busy or self.staging.busy:
+            return False
         job = self.preparer.poll()
         if job is None:
-            return
+            return False
         if job.error is not None:
             job.on_error(job.error)
         else:
             job.on_ready(job.result)
         self._run_deferred()
+        return True
+
+    def _stage(self, cls) -> None:
+        """Make ``cls``'s parameter form and live plots ahead, hidden, a slice per frame (app/staging.py), while
+        its model is built on the worker: the swap then only shows them."""
+        self.staging.add(("form", cls.name), self.controls.stage_form(cls.Params))
+        if cls not in self._plot_sets:
+            plots = LivePlots(self.plot_canvas.central_widget, series_for(cls.declared_observables),
+                              x_label=cls.time_label, fonts=self._plot_fonts, build=False)
+            self._plot_sets[cls] = plots
+            self.staging.add(("plots", cls.name), self._plot_signals_blocked(plots.stage(self.plot_canvas, True)))
+        if not self.timer.isActive():
+            self.timer.start()
+
+    def _plot_signals_blocked(self, steps):
+        """``steps`` with the plot canvas's Qt signals blocked while each runs (as ``_make_plots`` does)."""
+        while True:
+            with QtCore.QSignalBlocker(self.plot_canvas.native):
+                try:
+                    what = next(steps)
+                except StopIteration:
+                    return
+            yield what
 
     def _report_build_error(self, exc: BaseException) -> None:
         """A new model could not be built: say why (as ``_try`` does); the running model stays."""
@@ -547,6 +576,7 @@ class MainWindow(QtWidgets.QMainWindow):
         cls, params = chosen
         if self._builds_in_background(cls, params):   # a request made while another model is prepared wins
             self._prepare(cls, params, cls.title, self._adopt_switched, self._switch_failed)
+            self._stage(cls)
             return True
         self.preparer.cancel()
         if self.stepper.busy:
@@ -610,27 +640,56 @@ class MainWindow(QtWidgets.QMainWindow):
             self.model_box.setCurrentIndex(self.model_box.findData(self.model.name))
 
     def _after_model_change(self) -> None:
-        """The model was replaced or reset: controls, plots, title and view follow it."""
+        """The model was replaced or reset: controls, plots, title and view follow it. Each part's time is kept
+        in ``last_swap`` (a form and plots made ahead, ``_stage``, are only shown here)."""
         model = self.model
+        parts, clock = {}, time.perf_counter()
+
+        def done(part: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            parts[part] = now - clock
+            clock = now
+
         self.setWindowTitle(f"latticelab: {model.title}")
         self.model_help_action.setText(f"About the {model.title}...")
+        done("title")
         self.controls.set_model(type(model))     # its form, and only the view options that apply to it
         self.controls.set_geometry(model.shape)
         self._show_parameters()
         self._show_model_choice()
+        done("controls")
         if self._plotted_model is not type(model):
             self._make_plots(type(model))
+            done("plots")
         self._apply_view_options()
         self._refresh_view(force=True)
+        done("view")
         self._update_plots(force=True)
+        done("plot data")
         self._update_status()
+        done("status")
+        self.last_swap = parts
 
     def _make_plots(self, model_class) -> None:
-        if self.plots is not None:
-            self.plots.remove()
-        with QtCore.QSignalBlocker(self.plot_canvas.native):
-            self.plots = LivePlots(self.plot_canvas.central_widget, series_for(model_class.declared_observables),
-                                   x_label=model_class.time_label)
+        """Show ``model_class``'s plots: those made before (or ahead, ``_stage``), else new ones."""
+        plots = self._plot_sets.get(model_class)
+        if plots is not None and not plots.built:
+            with QtCore.QSignalBlocker(self.plot_canvas.native):
+                plots.finish()          # the steps not made ahead yet
+            if not plots.built:         # making them ahead failed: make them anew
+                plots.remove()
+                plots = None
+        if plots is None:
+            with QtCore.QSignalBlocker(self.plot_canvas.native):
+                plots = LivePlots(self.plot_canvas.central_widget, series_for(model_class.declared_observables),
+                                  x_label=model_class.time_label, fonts=self._plot_fonts)
+            self._plot_sets[model_class] = plots
+            self._plot_fonts = plots.fonts
+        if self.plots is not None and self.plots is not plots:
+            self.plots.show(False)
+        plots.show(True)
+        self.plots = plots
         self._plotted_model = model_class
         self._plot_version = -1
 
@@ -662,7 +721,11 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # ==== the frame loop ========================================================================
     def _frame(self) -> None:
-        self._poll_preparation()
+        if self.staging.busy:
+            self.staging.run_slice()       # the next model's form and plots, a piece per frame
+        elif self._poll_preparation():
+            self._frame_end()              # a swap takes its own frame: the new model steps from the next one
+            return
         if self.stepper.busy:
             self._collect_background_steps()
         elif self.running:
@@ -696,12 +759,15 @@ class MainWindow(QtWidgets.QMainWindow):
         elif not self.stepper.busy:
             self.runner.collect(wait=True)   # paused: the last frame's observables,
             self._refresh_view()             # and its state (a no-op when it is already shown)
+        self._frame_end()
+
+    def _frame_end(self) -> None:
         now = time.perf_counter()
         if now - self._last_plot >= PLOT_INTERVAL_S:
             self._update_plots()
         if now - self._counters["t"] >= STATUS_INTERVAL_S:
             self._update_status()
-        if not self.running and self._step_target is None and not self._busy():
+        if not self.running and self._step_target is None and not self._busy() and not self.staging.busy:
             self.timer.stop()   # nothing to do until the next change; changes refresh directly
 
     def _step_budget(self) -> float:

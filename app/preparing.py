@@ -3,7 +3,9 @@
 Building a large model takes long: arrays allocated and filled, a graph generated, and on a CUDA device the
 model's kernels compiled by NVRTC the first time they are used (seconds each with a cold cache). ``ModelPreparer``
 runs ``build_model`` on a daemon thread while the window keeps stepping and drawing the model it has; the frame
-loop polls it and swaps the finished model in on the GUI thread, in one short step (MainWindow._poll_preparation).
+loop polls it and swaps the finished model in on the GUI thread, in one short step (MainWindow._poll_preparation);
+what the window shows of a new kind of model (its form, its plots) is made meanwhile, a slice per frame
+(app/staging.py), so the swap only shows it.
 
 One build runs at a time. A request made while one runs supersedes it: the running build's model is thrown away
 when it is done and the latest request is built next. Nothing here touches the running model.

@@ -10,7 +10,8 @@ For each lattice (2D L2^2 and 3D L3^3, Metropolis on the device) it measures:
   frame stepped with the new temperature (median over a few changes);
 - for each switch of dimension, lattice size and model (the window builds the new model on a worker thread,
   app/preparing.py): the longest gap between frame-loop ticks and between lattice draws from the request until
-  the new model has run for a moment, and the seconds until it was swapped in.
+  the new model has run for a moment, and the seconds until it was swapped in; and where the GUI thread's time
+  went: the swap's parts and the longest step of making the new model's form and plots ahead (app/staging.py).
 Needs a display with OpenGL (on a headless NVIDIA machine: Xvfb + GLX, see the README) and PySide6.
 """
 from __future__ import annotations
@@ -30,6 +31,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--size", default="1400x860", help="window size in pixels, WxH")
     parser.add_argument("--out-dir", default=None, help="where window-<gpu>.json is written (default bench/results)")
     parser.add_argument("--no-json", action="store_true", help="print the table only")
+    parser.add_argument("--background-builds", action="store_true",
+                        help="build every new model on the worker, as on a device (a CPU dry run of the switches)")
     parser.add_argument("--profile", action="store_true",
                         help="print where the window's time goes during the 2D adaptive run (cProfile)")
 
@@ -89,13 +92,33 @@ def timed_switch(window, probe, label: str, change, after: float = 0.5) -> dict:
     """Request a change (``change()``), wait until the new model runs, let it run ``after`` seconds more; the
     longest gaps between frame ticks and lattice draws over all of that, in ms."""
     since = time.perf_counter()
+    swap_before = getattr(window, "last_swap", None)
     change()
     ready = time.perf_counter() - since + settle(window)
     wait_events(after)
     until = time.perf_counter()
-    return {"change": label, "ready_s": ready, "longest_tick_gap_ms": 1000 * probe.longest_tick_gap(since, until),
-            "longest_draw_gap_ms": 1000 * probe.longest_draw_gap(since, until),
-            "model": window.model.name, "shape": list(window.model.shape)}
+    result = {"change": label, "ready_s": ready, "longest_tick_gap_ms": 1000 * probe.longest_tick_gap(since, until),
+              "longest_draw_gap_ms": 1000 * probe.longest_draw_gap(since, until),
+              "model": window.model.name, "shape": list(window.model.shape)}
+    result.update(swap_split(window, swap_before))
+    return result
+
+
+def swap_split(window, swap_before=None) -> dict:
+    """Where the switch's GUI-thread time went: the swap's parts (title, controls, plots, view, plot data,
+    status; app/main_window.py: last_swap) and the making ahead of the new model's form and plots, a slice per
+    frame (app/staging.py): how many steps and slices, and the longest step with what it made."""
+    staging = getattr(window, "staging", None)
+    parts = getattr(window, "last_swap", {}) or {}
+    new = parts is not swap_before       # ``swap_before``: the window's last_swap before the change
+    out = {"swap_ms": {k: 1000 * v for k, v in parts.items()} if new else {},
+           "swap_total_ms": 1000 * sum(parts.values()) if new else 0.0}
+    if staging is not None and staging.log:
+        seconds, key, what = staging.longest
+        out.update(staged_steps=len(staging.log), staged_slices=len({n for n, _k, _w in staging.log}),
+                   longest_staged_step_ms=1000 * seconds, longest_staged_step=f"{key}: {what}")
+        staging.log = []     # the next switch reports its own
+    return out
 
 
 def headless_rates(model, n: int, sync) -> dict:
@@ -229,6 +252,8 @@ def main(args) -> int:
     window = MainWindow("ising", {"dim": 2, "L": 64, "algorithm": "metropolis"}, Preferences(None),
                         interactive=False, backend=args.backend)
     window.resize(width, height)
+    if args.background_builds:
+        window.background_builds = True
     window.show()
     probe = WindowProbe(window)
     wait_events(0.5)
@@ -276,6 +301,12 @@ def main(args) -> int:
         print(f"{'':>14}{sw['change']:<22} ready after {sw['ready_s']:6.2f} s; longest tick gap "
               f"{sw['longest_tick_gap_ms']:7.1f} ms, draw gap {sw['longest_draw_gap_ms']:7.1f} ms "
               f"({sw['model']} {'x'.join(map(str, sw['shape']))})")
+        if sw.get("swap_ms"):
+            parts = ", ".join(f"{k} {v:.1f}" for k, v in sw["swap_ms"].items())
+            print(f"{'':>16}swap {sw['swap_total_ms']:.1f} ms ({parts})")
+        if sw.get("staged_steps"):
+            print(f"{'':>16}made ahead in {sw['staged_steps']} steps over {sw['staged_slices']} frames; longest step "
+                  f"{sw['longest_staged_step_ms']:.1f} ms ({sw['longest_staged_step']})")
     for c in cases:
         c["gl_renderer"] = str(renderer)
     if not args.no_json:

@@ -114,44 +114,112 @@ class LivePlots:
     """Stacked plots of ``series`` (see ``series_for``); ``update(times, values)`` redraws them over the given
     times (steps or simulated time, ``x_label``)."""
 
-    def __init__(self, parent_widget, series, x_label: str = "step"):
+    def __init__(self, parent_widget, series, x_label: str = "step", fonts=None, build: bool = True):
+        """``fonts``: a VisPy FontManager shared with the other plot sets of the canvas (default: one of its
+        own). ``build=False``: nothing is made yet; ``build_steps()`` makes the plots a piece at a time (the
+        window builds the next model's plots over several frames, hidden, while the model is prepared)."""
         self.x_label = x_label
-        with one_font_manager():
-            self._build(parent_widget, tuple(series))
-        self.clear()
-
-    def _build(self, parent_widget, series) -> None:
         self.parent_widget = parent_widget
-        self.grid = parent_widget.add_grid(spacing=0, margin=4)
-        self.series = series
+        self.series = tuple(series)
+        self.fonts = fonts if fonts is not None else vispy_text.FontManager()
+        self.built = False
+        self.steps = iter(())
+        if build:
+            self.stage()
+            self.finish()
+
+    def stage(self, canvas=None, hidden: bool = False):
+        """The iterator that makes the plots (``build_steps``), kept for ``finish``."""
+        self.steps = self.build_steps(canvas, hidden)
+        return self.steps
+
+    def finish(self) -> None:
+        """Make what ``steps`` has not made yet."""
+        for _ in self.steps:
+            pass
+
+    def build_steps(self, canvas=None, hidden: bool = False):
+        """Make the plots, yielding after each piece (a title, an axis, a plot area, ...); each piece is built
+        detached and then put into the grid. ``hidden``: the grid stays invisible (``show(True)`` shows it).
+        With ``canvas`` (the canvas holding ``parent_widget``) each plot is also drawn once into a small
+        offscreen buffer as soon as it is in place, so its shaders are compiled and its glyphs rendered before
+        it is first shown (``warm_up``)."""
+        with one_font_manager(self.fonts):
+            self.grid = scene.widgets.Grid(spacing=0, margin=4)
+        self.grid.visible = not hidden
+        self.parent_widget.add_widget(self.grid)
         self.views, self.lines, self.titles, self.y_axes, self.hints = {}, {}, {}, {}, {}
         self._points: dict = {}           # key -> (times, values) drawn, for the readout
         self._y_ranges: dict = {}         # key -> (y0, y1) the y axis shows now (None: empty plot)
         self._line_x0: dict = {}          # key -> the time its line's x coordinates count from
         self._x0, self._x_span = 0.0, 1.0
-        for row, s in enumerate(series):
-            cell = self.grid.add_grid(row=row, col=0, spacing=0)
-            title = scene.Label(s.title, color=TEXT, font_size=7)
-            title.height_max = 16
-            cell.add_widget(title, row=0, col=1)
-            y_axis = _axis("left", s.y_label + (" (log)" if s.log else ""), s.log)
-            y_axis.width_max = 58
-            cell.add_widget(y_axis, row=1, col=0)
-            view = cell.add_view(row=1, col=1, bgcolor=PLOT_BACKGROUND, border_color=(0.3, 0.3, 0.35))
-            # the camera never moves: each line's own transform fits its data into the unit square (cheap to
-            # change), and the y axis is given its range directly, only when that range changes
-            view.camera = scene.PanZoomCamera(interactive=False, rect=(0.0, 0.0, 1.0, 1.0))
-            self.lines[s.key] = Polyline(s.colour, parent=view.scene)
-            self.lines[s.key].transform = STTransform()
-            self.hints[s.key] = scene.visuals.Text(WAITING, color=HINT, font_size=7, pos=(0.5, 0.5),
-                                                   parent=view.scene)
+        yield "grid"
+        cells = []
+        for row, s in enumerate(self.series):
+            with one_font_manager(self.fonts):
+                cell = scene.widgets.Grid(spacing=0)
+                title = scene.Label(s.title, color=TEXT, font_size=7)
+                title.height_max = 16
+                cell.add_widget(title, row=0, col=1)
+            yield f"{s.key}: title"
+            with one_font_manager(self.fonts):
+                y_axis = _axis("left", s.y_label + (" (log)" if s.log else ""), s.log)
+                y_axis.width_max = 58
+                cell.add_widget(y_axis, row=1, col=0)
+            yield f"{s.key}: y axis"
+            with one_font_manager(self.fonts):
+                view = scene.widgets.ViewBox(bgcolor=PLOT_BACKGROUND, border_color=(0.3, 0.3, 0.35))
+                cell.add_widget(view, row=1, col=1)
+                # the camera never moves: each line's own transform fits its data into the unit square (cheap
+                # to change), and the y axis is given its range directly, only when that range changes
+                view.camera = scene.PanZoomCamera(interactive=False, rect=(0.0, 0.0, 1.0, 1.0))
+            yield f"{s.key}: plot area"
+            with one_font_manager(self.fonts):
+                self.lines[s.key] = Polyline(s.colour, parent=view.scene)
+                self.lines[s.key].transform = STTransform()
+                self.hints[s.key] = scene.visuals.Text(WAITING, color=HINT, font_size=7, pos=(0.5, 0.5),
+                                                       parent=view.scene)
             self.views[s.key], self.titles[s.key], self.y_axes[s.key] = view, title, y_axis
-        bottom = self.grid.add_grid(row=len(series), col=0, spacing=0)
-        bottom.height_max = 40
-        spacer = bottom.add_widget(row=0, col=0)
-        spacer.width_max = 58
-        self.x_axis = _axis("bottom", self.x_label)
-        bottom.add_widget(self.x_axis, row=0, col=1)
+            yield f"{s.key}: line"
+            self.grid.add_widget(cell, row=row, col=0)
+            cells.append((s.key, cell))
+            yield f"{s.key}: placed"
+            if canvas is not None:
+                self._clear_series(s)
+                for drawn in warm_up_steps(canvas, cell):
+                    yield f"{s.key}: drew {drawn}"
+        with one_font_manager(self.fonts):
+            bottom = scene.widgets.Grid(spacing=0)
+            bottom.height_max = 40
+            spacer = bottom.add_widget(row=0, col=0)
+            spacer.width_max = 58
+            self.x_axis = _axis("bottom", self.x_label)
+            bottom.add_widget(self.x_axis, row=0, col=1)
+        yield "x axis"
+        self.grid.add_widget(bottom, row=len(self.series), col=0)
+        self.built = True
+        self.clear()
+        yield "placed x axis"
+        if canvas is not None:
+            for drawn in warm_up_steps(canvas, bottom):
+                yield f"x axis: drew {drawn}"
+            self.grid._update_child_widget_dim()    # the layout, solved now rather than at the first draw
+            yield "layout"
+            for key, cell in cells + [("x axis", bottom)]:
+                cell._update_child_widget_dim()
+                yield f"{key}: layout"
+
+    def show(self, visible: bool) -> None:
+        """Show or hide the plots (a hidden plot set stays in its parent, ready to be shown again)."""
+        if self.grid.visible != visible:
+            self.grid.visible = visible
+
+    @property
+    def visible(self) -> bool:
+        return bool(self.grid.visible)
+
+    def _clear_series(self, s: Series) -> None:
+        self._update_series(s, np.zeros(0), ())
 
     # ---- data --------------------------------------------------------------------------------
     def update(self, times, values: dict, keys=None) -> None:
@@ -227,9 +295,13 @@ class LivePlots:
         return None
 
     def remove(self) -> None:
-        """Take the plots out of their parent widget (before plots of another model are made)."""
-        self.parent_widget.remove_widget(self.grid)
-        self.grid.parent = None
+        """Take the plots out of their parent widget for good."""
+        grid = getattr(self, "grid", None)
+        if grid is None:
+            return
+        if grid in self.parent_widget._widgets:
+            self.parent_widget.remove_widget(grid)
+        grid.parent = None
 
     def clear(self) -> None:
         self.update(np.zeros(0), {})
@@ -263,11 +335,50 @@ def _padded_range(y: np.ndarray, min_span: float = 1e-3) -> tuple[float, float]:
     return middle - 0.55 * span, middle + 0.55 * span
 
 
+def warm_up(canvas, node, size: int = 16) -> None:
+    """Draw ``node`` (a subtree of ``canvas``'s scene, shown or not) once into a small offscreen buffer: the GL
+    work of its first draw (shaders compiled, glyphs and buffers uploaded) is done now, not when it is first
+    shown. Nothing on screen changes."""
+    for _ in warm_up_steps(canvas, node, size):
+        pass
+
+
+def warm_up_steps(canvas, node, size: int = 16):
+    """``warm_up``, one drawn visual at a time: yields the name of each after drawing it."""
+    from vispy import gloo
+    drawn, invisible = [], None
+    for each, start in canvas._generate_draw_order(node):
+        if start:
+            if invisible is None:
+                if not each.visible and each is not node:
+                    invisible = each
+                elif hasattr(each, "draw"):
+                    drawn.append(each)
+        elif each is invisible:
+            invisible = None
+    fbo = None
+    for each in drawn:
+        canvas.set_current()
+        if fbo is None:
+            fbo = gloo.FrameBuffer(color=gloo.RenderBuffer((size, size)), depth=gloo.RenderBuffer((size, size)))
+        canvas.push_fbo(fbo, (0, 0), canvas.size)
+        try:
+            canvas._drawing = True
+            each.draw()
+            canvas.context.flush_commands()
+        finally:
+            canvas._drawing = False
+            canvas.pop_fbo()
+        canvas.context.flush_commands()
+        yield type(each).__name__
+
+
 @contextlib.contextmanager
-def one_font_manager():
-    """Let every text visual created inside share one font manager. VisPy otherwise renders each glyph
-    again for every label and axis, which takes seconds on software GL. All of them live in this canvas."""
-    shared = vispy_text.FontManager()
+def one_font_manager(shared=None):
+    """Let every text visual created inside share one font manager (``shared``, or a new one). VisPy otherwise
+    renders each glyph again for every label and axis, which takes seconds on software GL. All of them live in
+    one canvas."""
+    shared = shared if shared is not None else vispy_text.FontManager()
     original = vispy_text.FontManager
     vispy_text.FontManager = lambda method="cpu": shared
     try:

@@ -1,0 +1,78 @@
+"""What the window shows of the next model, made ahead on the GUI thread a slice at a time.
+
+Widgets and GL objects must be made on the GUI thread, and the next model's parameter form and live plots take
+long to make (on a software renderer seconds: hundreds of VisPy visuals, their shaders compiled at the first
+draw). While the model itself is built on a worker (app/preparing.py), the window hands the making of its form
+and plots here as iterators, each step one small piece (a form row, a plot's axis, one visual drawn offscreen);
+each frame-loop tick runs a slice of steps, at least one and no more than fit ``SLICE_S``. The swap waits until
+the slices are done, and then only shows what is made (app/main_window.py: _poll_preparation).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+
+log = logging.getLogger(__name__)
+
+SLICE_S = 0.008      # a slice of steps runs until this is spent (at least one step)
+
+
+class Staging:
+    """A queue of iterators (tasks) run a slice at a time; ``run_slice`` is called once per frame-loop tick.
+
+    ``longest`` is the longest step of the last staging (seconds, task, step) and ``log`` its steps as (slice
+    number, task, step), for tests and benchmarks."""
+
+    def __init__(self):
+        self._tasks: deque = deque()        # (key, iterator)
+        self.slices = 0                     # slices run since the window started
+        self.longest = (0.0, None, "")
+        self.log: list[tuple[int, object, str]] = []
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._tasks)
+
+    def pending(self, key) -> bool:
+        return any(k == key for k, _ in self._tasks)
+
+    def add(self, key, steps) -> None:
+        """Run ``steps`` (an iterator; each ``next`` is one step) in the coming slices; a key already queued is
+        not queued again. A new staging after an idle spell starts a new ``log``."""
+        if steps is None or self.pending(key):
+            return
+        if not self._tasks:
+            self.log, self.longest = [], (0.0, None, "")
+        self._tasks.append((key, iter(steps)))
+
+    def run_slice(self, budget: float = SLICE_S) -> bool:
+        """Run steps until ``budget`` seconds are spent (at least one step); True when nothing is left."""
+        if not self._tasks:
+            return True
+        self.slices += 1
+        start = time.perf_counter()
+        while self._tasks:
+            key, steps = self._tasks[0]
+            t0 = time.perf_counter()
+            try:
+                what = next(steps)
+            except StopIteration:
+                self._tasks.popleft()
+                continue
+            except Exception as exc:      # the swap makes what is missing itself, and reports what fails then
+                log.warning("making %s ahead failed: %s: %s", key, type(exc).__name__, exc)
+                self._tasks.popleft()
+                continue
+            took = time.perf_counter() - t0
+            self.log.append((self.slices, key, str(what)))
+            if took > self.longest[0]:
+                self.longest = (took, key, str(what))
+            if time.perf_counter() - start >= budget:
+                break
+        return not self._tasks
+
+    def finish(self) -> None:
+        """Run every step left now (the swap cannot wait)."""
+        while self._tasks:
+            self.run_slice(float("inf"))
