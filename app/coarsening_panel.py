@@ -18,9 +18,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6 import QtCore, QtWidgets
-from vispy import scene
+from PySide6 import QtWidgets
 
+from latticelab.app.analysis_dock import RIGHT, CapabilityDock, info_label, install_dock, make_canvas
 from latticelab.render.interface_view import InterfaceView
 from latticelab.render.plots import one_font_manager
 from latticelab.render.signal_plots import CoarseningPlot
@@ -108,38 +108,26 @@ def interface_mesh(field: np.ndarray, level: float) -> Mesh:
     return marching_cubes(np.asarray(field, np.float32), level, method="numpy")
 
 
-class CoarseningPanel(QtWidgets.QDockWidget):
+class CoarseningPanel(CapabilityDock):
+    WHAT = "coarsening"
+
     def __init__(self, window, refresh_ms: int = REFRESH_MS):
-        super().__init__("Coarsening", window, objectName="coarsening_dock")
-        self.window = window
+        super().__init__("Coarsening", "coarsening_dock", window)
         self.record = LogRecord()
         self.fit: ExponentFit | None = None
-        self.available = False
-        self.last_error = ""
-        self._identity = None
         self._history_version = None
-        self._drawn_version = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="latticelab-interface")
         self._job: Future | None = None
         self._job_key = None          # (id(model), step_count) of the job in flight or last finished
         self._job_info = None         # (field name, level, step, host copy) of the job in flight
         self.job_field: np.ndarray | None = None   # the field the shown surface was made from
-        with one_font_manager():
-            self._build()
-        self.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, self._draw_now))
-        self.timer = QtCore.QTimer(self, interval=refresh_ms)
-        self.timer.timeout.connect(self.refresh)
-        self.timer.start()
+        self._start(refresh_ms, when_shown=self._draw_now)
 
     # ==== construction ==========================================================================
     def _build(self) -> None:
-        body = QtWidgets.QWidget()
-        layout = QtWidgets.QVBoxLayout(body)
-        layout.setContentsMargins(4, 4, 4, 4)
-        self._layout = layout
+        layout = self._layout = self._body()
         self.canvas = None           # made when a model with a coarsening length first arrives (_plots)
-        self.info = QtWidgets.QLabel("", objectName="coarsening_info", wordWrap=True)
-        self.info.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+        self.info = info_label("coarsening_info")
         layout.addWidget(self.info)
         self.interface_box = QtWidgets.QCheckBox("3D interface", objectName="interface_box")
         self.interface_box.setToolTip("The surface where the field crosses the interface level (3D models; made "
@@ -150,38 +138,23 @@ class CoarseningPanel(QtWidgets.QDockWidget):
         self.interface_view: InterfaceView | None = None
         self.interface_info = QtWidgets.QLabel("", objectName="interface_info", wordWrap=True)
         layout.addWidget(self.interface_info)
-        self.setWidget(body)
 
     # ==== the model ============================================================================
-    def _model(self):
-        try:
-            return self.window.model
-        except Exception:
-            return None
-
-    def on_screen(self) -> bool:
-        return self.isVisible() and not self.visibleRegion().isEmpty()
-
     def _plots(self) -> None:
         """The plot canvas, made once: axes and text cost a second or more on software GL, which a window that
         never runs a coarsening model need not pay."""
         if self.canvas is not None:
             return
         with one_font_manager():
-            self.canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0),
-                                            size=(420, 320), show=False)
-            self.canvas.native.setObjectName("coarsening_canvas")
-            self.canvas.native.setMinimumSize(280, 200)
+            self.canvas = make_canvas("coarsening_canvas", (420, 320), (280, 200))
             self.plot = CoarseningPlot(self.canvas.central_widget.add_grid(spacing=2, margin=4), "length", 1 / 3)
         self._layout.insertWidget(0, self.canvas.native, 1)
 
     def _make_interface_canvas(self) -> None:
         if self.interface_canvas is not None:
             return
-        self.interface_canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.05, 0.05, 0.07, 1.0),
-                                                  size=(420, 360), show=False)
-        self.interface_canvas.native.setObjectName("interface_canvas")
-        self.interface_canvas.native.setMinimumSize(280, 240)
+        self.interface_canvas = make_canvas("interface_canvas", (420, 360), (280, 240),
+                                            bgcolor=(0.05, 0.05, 0.07, 1.0))
         self.interface_view = InterfaceView(self.interface_canvas.central_widget.add_view())
         self._layout.insertWidget(self._layout.indexOf(self.interface_info), self.interface_canvas.native, 1)
 
@@ -192,14 +165,7 @@ class CoarseningPanel(QtWidgets.QDockWidget):
             self.interface_canvas.native.setVisible(on)
 
     def _set_available(self, model) -> None:
-        available = isinstance(model, (HasCoarsening, HasInterface))
-        if available != self.available:
-            self.available = available
-            if available:
-                self._plots()
-                self.show()
-        if not available and not self.isHidden():
-            self.hide()
+        self._show_for(isinstance(model, (HasCoarsening, HasInterface)))
         has_interface = isinstance(model, HasInterface) and len(model.shape) == 3
         self.interface_box.setEnabled(has_interface)
         if has_interface:
@@ -210,32 +176,16 @@ class CoarseningPanel(QtWidgets.QDockWidget):
         """Take new history samples; redraw when shown; start an interface job when one is due. Returns whether
         it drew."""
         self._collect_interface()
-        model = self._model()
-        if model is None:
-            return False
-        self._set_available(model)
-        if not self.available:
-            self._identity = None
-            return False
-        try:
-            if id(model) != self._identity:
-                self._identity = id(model)
-                self.record.clear()
-                self._history_version = None
-            self._take_history(model)
-            self._start_interface(model)
-            if not self.on_screen() or (not force and self._history_version == self._drawn_version):
-                return False
-            self._draw(model)
-        except Exception as exc:   # keep the window running; say what went wrong
-            self.last_error = f"coarsening update failed: {type(exc).__name__}: {exc}"
-            log.exception("coarsening panel")
-            self.info.setText(self.last_error)
-            return False
-        return True
+        return super().refresh(force)
 
-    def _draw_now(self) -> None:
-        self.refresh(force=True)
+    def _take(self, model):
+        if id(model) != self._identity:
+            self._identity = id(model)
+            self.record.clear()
+            self._history_version = None
+        self._take_history(model)
+        self._start_interface(model)
+        return self._history_version
 
     def _take_history(self, model) -> None:
         if not isinstance(model, HasCoarsening):
@@ -252,10 +202,10 @@ class CoarseningPanel(QtWidgets.QDockWidget):
     def add_samples(self, times, lengths) -> None:
         """Samples from elsewhere (a saved run, a test), as the history would give them."""
         self.record.add(times, lengths)
-        self._drawn_version = None
+        self._drawn = None
 
     def _draw(self, model) -> None:
-        self._drawn_version = self._history_version
+        self._drawn = self._history_version
         if not isinstance(model, HasCoarsening):
             self.info.setText(f"{model.title}: no coarsening length declared")
             return
@@ -291,8 +241,7 @@ class CoarseningPanel(QtWidgets.QDockWidget):
         key = (id(model), model.step_count, model.params)
         if self._job is not None or key == self._job_key:
             return
-        stepper = getattr(self.window, "stepper", None)
-        if stepper is not None and stepper.busy:    # a worker is stepping the model: copy after its batch
+        if self.stepping():                          # copy after the worker's batch
             return
         name, field = main_field(model)
         host = np.array(to_numpy(field), np.float32)      # a copy: the worker never sees the model's arrays
@@ -326,23 +275,11 @@ class CoarseningPanel(QtWidgets.QDockWidget):
         return self._job is not None
 
     def shutdown(self) -> None:
-        self.timer.stop()
+        super().shutdown()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> CoarseningPanel:
+def install(window, area=RIGHT) -> CoarseningPanel:
     """Add the dock to a main window (``model``, ``runner``); a tab beside the live plots, shown only for models
     that declare a coarsening length or an interface."""
-    panel = CoarseningPanel(window)
-    window.addDockWidget(area, panel)
-    plots = getattr(window, "plot_dock", None)
-    if isinstance(plots, QtWidgets.QDockWidget):
-        window.tabifyDockWidget(plots, panel)
-        plots.raise_()
-    panel.hide()
-    window.coarsening_panel = panel
-    QtCore.QTimer.singleShot(0, panel.refresh)
-    app = QtWidgets.QApplication.instance()
-    if app is not None:
-        app.aboutToQuit.connect(panel.shutdown)
-    return panel
+    return install_dock(window, CoarseningPanel(window), "coarsening_panel", area)

@@ -19,10 +19,9 @@ from typing import Callable
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
-from vispy import scene
 
+from latticelab.app.analysis_dock import RIGHT, AnalysisDock, info_label, install_dock, make_canvas
 from latticelab.render.graph_plots import DegreePlot, SmallWorldPlot
-from latticelab.render.plots import one_font_manager
 from latticelab.sim.analysis import graph as G
 from latticelab.sim.model import HasGraph
 
@@ -82,38 +81,24 @@ def describe(result: dict) -> str:
     return "\n".join(lines)
 
 
-class GraphPanel(QtWidgets.QDockWidget):
+class GraphPanel(AnalysisDock):
     def __init__(self, model_source: Callable[[], object], parent=None, probabilities=None,
                  curve_samples: int | None = PATH_SAMPLES):
-        super().__init__("Graph", parent, objectName="graph_dock")
-        self.model_source = model_source
+        super().__init__("Graph", "graph_dock", parent, model_source)
         self.probabilities = G.default_probabilities(9) if probabilities is None else probabilities
         self.curve_samples = curve_samples
         self.result = None
         self.curve: G.SmallWorldCurve | None = None
-        self.last_error = ""
         self._identity = None
         self._measure_worker: Worker | None = None
         self._curve_worker: Worker | None = None
-        with one_font_manager():
-            self._build()
-        self.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, self.refresh))
-        self.timer = QtCore.QTimer(self, interval=500)
-        self.timer.timeout.connect(self.refresh)
-        self.timer.start()
+        self._start(refresh_ms=500, when_shown=self.refresh)
 
     def _build(self) -> None:
-        body = QtWidgets.QWidget()
-        layout = QtWidgets.QVBoxLayout(body)
-        layout.setContentsMargins(4, 4, 4, 4)
-        self.info = QtWidgets.QLabel("", objectName="graph_info", wordWrap=True)
-        self.info.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
-        self.info.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout = self._body()
+        self.info = info_label("graph_info", selectable=True)
         layout.addWidget(self.info)
-        self.canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0), size=(700, 320),
-                                        show=False)
-        self.canvas.native.setObjectName("graph_canvas")
-        self.canvas.native.setMinimumSize(320, 200)
+        self.canvas = make_canvas("graph_canvas", (700, 320), (320, 200))
         grid = self.canvas.central_widget.add_grid(spacing=4, margin=4)
         self.degree_plot = DegreePlot(grid.add_grid(row=0, col=0))
         self.curve_plot = SmallWorldPlot(grid.add_grid(row=0, col=1))
@@ -133,18 +118,8 @@ class GraphPanel(QtWidgets.QDockWidget):
         layout.addLayout(row)
         self.curve_info = QtWidgets.QLabel("", objectName="graph_curve_info", wordWrap=True)
         layout.addWidget(self.curve_info)
-        self.setWidget(body)
 
     # ---- the current graph -------------------------------------------------------------------------------
-    def _model(self):
-        try:
-            return self.model_source()
-        except Exception:
-            return None
-
-    def on_screen(self) -> bool:
-        return self.isVisible() and not self.visibleRegion().isEmpty()
-
     def refresh(self, force: bool = False) -> bool:
         """Start measuring the model's graph in the worker when it changed (or when forced) and the dock is
         shown; returns whether a measurement started."""
@@ -235,7 +210,7 @@ class GraphPanel(QtWidgets.QDockWidget):
 
     def shutdown(self) -> None:
         """Cancel and wait for the workers (the window is closing)."""
-        self.timer.stop()
+        super().shutdown()
         for worker in (self._curve_worker, self._measure_worker):
             if worker is not None:
                 worker.cancel()
@@ -245,23 +220,9 @@ class GraphPanel(QtWidgets.QDockWidget):
         self.shutdown()
         super().closeEvent(event)
 
-    def eventFilter(self, watched, event) -> bool:
-        if event.type() == QtCore.QEvent.Type.Close and watched is self.parent():
-            self.shutdown()
-        return False
 
-
-def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> GraphPanel:
+def install(window, area=RIGHT) -> GraphPanel:
     """Add the dock to a main window with a ``model`` attribute; a tab beside the live plots when present."""
-    panel = GraphPanel(lambda: window.model, parent=window)
-    window.addDockWidget(area, panel)
-    plots = getattr(window, "plot_dock", None)
-    if isinstance(plots, QtWidgets.QDockWidget):
-        window.tabifyDockWidget(plots, panel)
-        plots.raise_()
-    window.installEventFilter(panel)   # the window closing stops the workers first
-    window.graph_panel = panel
-    app = QtWidgets.QApplication.instance()
-    if app is not None:
-        app.aboutToQuit.connect(panel.shutdown)
-    return panel
+    # the window closing stops the workers first
+    return install_dock(window, GraphPanel(lambda: window.model, parent=window), "graph_panel", area,
+                        stop_with_window=True)

@@ -194,46 +194,48 @@ class Recording(QtCore.QObject):
         return path or None
 
     # ---- plot data and plot images ----------------------------------------------------------
-    def export_data(self, path, confirm: bool = True) -> Path | None:
-        """Write the live plots' series as CSV (sim/export.py); returns the path written, or None."""
-        target = self._target(path, ".csv", confirm)
+    def _export(self, path, suffix: str, confirm: bool, write) -> Path | None:
+        """Write one export file through ``write(path, overwrite)`` at the target of ``path`` (``_target``); a
+        failure is said; the folder is remembered for the next dialog. Returns the path written, or None."""
+        target = self._target(path, suffix, confirm)
         if target is None:
             return None
         path, overwrite = target
         try:
-            export.write_history_csv(path, self.window.model, self.window.runner.history, overwrite=overwrite)
+            write(path, overwrite)
         except OSError as exc:
             self._say(f"could not write {path}: {exc.strerror or exc}", error=True)
             return None
         self.window.prefs.set("folders/export", str(path.parent.resolve()))
-        self.window.show_message(f"exported the plot data ({len(self.window.runner.history)} samples) to {path}")
+        return path
+
+    def export_data(self, path, confirm: bool = True) -> Path | None:
+        """Write the live plots' series as CSV (sim/export.py); returns the path written, or None."""
+        w = self.window
+        path = self._export(path, ".csv", confirm, lambda to, overwrite: export.write_history_csv(
+            to, w.model, w.runner.history, overwrite=overwrite))
+        if path is not None:
+            w.show_message(f"exported the plot data ({len(w.runner.history)} samples) to {path}")
         return path
 
     def export_plots(self, path, confirm: bool = True) -> Path | None:
         """Write the live plots as drawn (the plot canvas rendered) as PNG; returns the path, or None."""
-        target = self._target(path, ".png", confirm)
-        if target is None:
-            return None
-        path, overwrite = target
-        try:
-            image = self.window.plot_canvas.render(alpha=False)
-            io.write_png(path, image, overwrite=overwrite)
-        except OSError as exc:
-            self._say(f"could not write {path}: {exc.strerror or exc}", error=True)
-            return None
-        self.window.prefs.set("folders/export", str(path.parent.resolve()))
-        self.window.show_message(f"exported the plots to {path}")
+        path = self._export(path, ".png", confirm, lambda to, overwrite: io.write_png(
+            to, self.window.plot_canvas.render(alpha=False), overwrite=overwrite))
+        if path is not None:
+            self.window.show_message(f"exported the plots to {path}")
         return path
 
-    def export_data_dialog(self) -> None:
-        path = self._ask_path("Export plot data", ".csv", "CSV tables (*.csv)")
+    def _export_dialog(self, title: str, suffix: str, filters: str, export_to) -> None:
+        path = self._ask_path(title, suffix, filters)
         if path:
-            self.export_data(path, confirm=True)
+            export_to(path, confirm=True)
+
+    def export_data_dialog(self) -> None:
+        self._export_dialog("Export plot data", ".csv", "CSV tables (*.csv)", self.export_data)
 
     def export_plots_dialog(self) -> None:
-        path = self._ask_path("Export plots", ".png", "PNG images (*.png)")
-        if path:
-            self.export_plots(path, confirm=True)
+        self._export_dialog("Export plots", ".png", "PNG images (*.png)", self.export_plots)
 
     # ---- the movie --------------------------------------------------------------------------
     @property

@@ -16,8 +16,8 @@ import logging
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
-from vispy import scene
 
+from latticelab.app.analysis_dock import RIGHT, CapabilityDock, info_label, install_dock, make_canvas
 from latticelab.render.plots import one_font_manager
 from latticelab.render.signal_plots import (EEG_COLOUR, PROBE_COLOUR, RATE_COLOURS, PeriodogramPlot,
                                             TimePlot)
@@ -88,36 +88,26 @@ class SignalRecord:
         return self.rows[-n:] if n else self.rows[:0]
 
 
-class SignalPanel(QtWidgets.QDockWidget):
+class SignalPanel(CapabilityDock):
     """Signal, periodogram, qEEG, firing rates, picked cell, effective parameters and impulse of the window's
     model (when it has ``HasSignal``)."""
+    RAISE_WHEN_AVAILABLE = True
+    READ_WHILE_STEPPING = False     # the trace is read after the worker's batch
+    WHAT = "signal"
 
     def __init__(self, window, refresh_ms: int = REFRESH_MS):
-        super().__init__("Signal", window, objectName="signal_dock")
-        self.window = window
+        super().__init__("Signal", "signal_dock", window)
         self.record: SignalRecord | None = None
-        self.last_error = ""
-        self.available = False
-        self._identity = None
         self._probe_since = 0          # the probe column is shown from this step on (the pick)
         self._impulse = None           # (start, end step, {name: value before}, id(model)) while one is on
-        self._drawn_to = None
-        with one_font_manager():
-            self._build()
-        self.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, self._draw_now))
-        self.timer = QtCore.QTimer(self, interval=refresh_ms)
-        self.timer.timeout.connect(self.refresh)
-        self.timer.start()
+        self._start(refresh_ms, when_shown=self._draw_now)
         # the impulse ends at the first moment its steps are done: checked between frames while it is on
         self.impulse_timer = QtCore.QTimer(self, interval=5)
         self.impulse_timer.timeout.connect(self._check_impulse)
 
     # ==== construction ==========================================================================
     def _build(self) -> None:
-        body = QtWidgets.QWidget()
-        layout = QtWidgets.QVBoxLayout(body)
-        layout.setContentsMargins(4, 4, 4, 4)
-        self._layout = layout
+        layout = self._layout = self._body()
         self.canvas = None             # the plots are made when a model with a signal first arrives (_plots)
 
         row = QtWidgets.QHBoxLayout()
@@ -153,10 +143,8 @@ class SignalPanel(QtWidgets.QDockWidget):
         self.tabs.addTab(self.effective_table, "Parameters")
         self.tabs.setMaximumHeight(230)
         layout.addWidget(self.tabs)
-        self.info = QtWidgets.QLabel("", objectName="signal_info", wordWrap=True)
-        self.info.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+        self.info = info_label("signal_info")
         layout.addWidget(self.info)
-        self.setWidget(body)
 
     @staticmethod
     def _table(name: str, headers: list[str], rows: int) -> QtWidgets.QTableWidget:
@@ -169,25 +157,13 @@ class SignalPanel(QtWidgets.QDockWidget):
         return table
 
     # ==== the model ============================================================================
-    def _model(self):
-        try:
-            return self.window.model
-        except Exception:   # the window may be rebuilding its model
-            return None
-
-    def on_screen(self) -> bool:
-        return self.isVisible() and not self.visibleRegion().isEmpty()
-
     def _plots(self) -> None:
         """Make the canvas and its plots, once: text and axes cost a second or more on software GL, which a
         window that never runs a model with a signal need not pay."""
         if self.canvas is not None:
             return
         with one_font_manager():
-            self.canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0),
-                                            size=(420, 620), show=False)
-            self.canvas.native.setObjectName("signal_canvas")
-            self.canvas.native.setMinimumSize(300, 360)
+            self.canvas = make_canvas("signal_canvas", (420, 620), (300, 360))
             grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
             self.signal_plot = TimePlot(grid.add_grid(row=0, col=0), "signal", "time (ms)", "mV",
                                         {"signal": EEG_COLOUR})
@@ -201,14 +177,7 @@ class SignalPanel(QtWidgets.QDockWidget):
     def _set_available(self, model) -> None:
         """Shown (and raised) when a model with a signal arrives; hidden for one without."""
         available = isinstance(model, HasSignal)
-        if available != self.available:
-            self.available = available
-            if available:
-                self._plots()
-                self.show()
-                self.raise_()
-        if not available and not self.isHidden():    # also after the window restored a layout that showed it
-            self.hide()
+        self._show_for(available)
         self.impulse_button.setVisible(available and isinstance(model, HasImpulse))
 
     def _restart(self, model) -> None:
@@ -222,7 +191,7 @@ class SignalPanel(QtWidgets.QDockWidget):
                                    self.window_box.currentText())
         self.record.restart(max(0, model.step_count - capacity))
         self._probe_since = self.record.read_to
-        self._drawn_to = None
+        self._drawn = None
         main = model.signal_columns[signal[0] - 1]
         self.signal_plot.title.text = f"{main.label} [{main.unit}]" if main.unit else main.label
         self.spectrum_plot.y_axis.axis.axis_label = f"log10 power ({main.unit}^2)" if main.unit else "log10 power"
@@ -241,37 +210,13 @@ class SignalPanel(QtWidgets.QDockWidget):
             self._restart(model)
             self.refresh(force=True)
 
-    def refresh(self, force: bool = False) -> bool:
-        """Take the model's new samples; redraw when shown and something changed (or when forced). Returns
-        whether it drew."""
-        model = self._model()
-        if model is None:
-            return False
-        self._set_available(model)
-        if not self.available:
-            self._identity = None
-            return False
-        stepper = getattr(self.window, "stepper", None)
-        if stepper is not None and stepper.busy:    # a worker is stepping the model: read after its batch
-            return False
-        try:
-            if id(model) != self._identity or model.step_count < self.record.read_to:
-                self._restart(model)
-            self.record.push(model.trace(since=self.record.read_to))
-            # redrawn for new samples, and for a parameter change or a pick while paused (the tables)
-            key = (self.record.read_to, model.params, getattr(model, "probe", None))
-            if not self.on_screen() or (not force and self._drawn_to == key):
-                return False
-            self._draw(model)
-        except Exception as exc:  # keep the window running; say what went wrong
-            self.last_error = f"signal update failed: {type(exc).__name__}: {exc}"
-            log.exception("signal panel")
-            self.info.setText(self.last_error)
-            return False
-        return True
-
-    def _draw_now(self) -> None:
-        self.refresh(force=True)
+    def _take(self, model):
+        """The model's new samples; the key of what a draw would show: redrawn for new samples, and for a
+        parameter change or a pick while paused (the tables)."""
+        if id(model) != self._identity or model.step_count < self.record.read_to:
+            self._restart(model)
+        self.record.push(model.trace(since=self.record.read_to))
+        return self.record.read_to, model.params, getattr(model, "probe", None)
 
     # ==== drawing ===============================================================================
     def _draw(self, model) -> None:
@@ -294,7 +239,7 @@ class SignalPanel(QtWidgets.QDockWidget):
         self.info.setText(f"step {model.step_count:,}; {len(record.rows):,} samples kept, "
                           f"{record.periodogram.updates} periodograms ({record.window_name}){state}")
         self.last_error = ""
-        self._drawn_to = (record.read_to, model.params, getattr(model, "probe", None))
+        self._drawn = (record.read_to, model.params, getattr(model, "probe", None))
         self.canvas.update()
 
     def _draw_rates(self, model, rows, t, span) -> None:
@@ -426,7 +371,7 @@ class SignalPanel(QtWidgets.QDockWidget):
         self.impulse_button.setEnabled(True)
 
     def shutdown(self) -> None:
-        self.timer.stop()
+        super().shutdown()
         self.impulse_timer.stop()
 
 
@@ -447,23 +392,12 @@ def _set_cell(table: QtWidgets.QTableWidget, row: int, col: int, text: str) -> N
         item.setText(text)
 
 
-def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> SignalPanel:
+def install(window, area=RIGHT) -> SignalPanel:
     """Add the dock to a main window (``model``, ``runner``, ``field_view``, ``lattice_canvas``,
     ``set_parameter``, ``show_message``); a tab beside the live plots, shown only for models with a signal."""
-    panel = SignalPanel(window)
-    window.addDockWidget(area, panel)
-    plots = getattr(window, "plot_dock", None)
-    if isinstance(plots, QtWidgets.QDockWidget):
-        window.tabifyDockWidget(plots, panel)
-        plots.raise_()
-    panel.hide()
+    panel = install_dock(window, SignalPanel(window), "signal_panel", area)
     window.lattice_canvas.events.mouse_release.connect(panel.lattice_clicked)
     # a reset or a loaded state starts the record again (the window's own slots run first)
     window.reset_action.triggered.connect(lambda *_: panel.restart())
     window.controls.resetRequested.connect(lambda *_: panel.restart())
-    window.signal_panel = panel
-    QtCore.QTimer.singleShot(0, panel.refresh)   # after the window restored its layout
-    app = QtWidgets.QApplication.instance()
-    if app is not None:
-        app.aboutToQuit.connect(panel.shutdown)
     return panel

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
-from vispy import scene
 
+from latticelab.app.analysis_dock import RIGHT, AnalysisDock, install_dock, make_canvas
 from latticelab.app.graph_panel import Worker
 from latticelab.render.plots import one_font_manager
 from latticelab.render.study_plots import QUANTITIES, StudyPlot
@@ -317,13 +317,13 @@ class SweepThread(QtCore.QThread):
 
 
 # ==== the dock =====================================================================================================
-class StudyPanel(QtWidgets.QDockWidget):
+class StudyPanel(AnalysisDock):
     state_changed = QtCore.Signal(str)     # "running", "paused", "finished", "cancelled", "failed", "idle"
     row_arrived = QtCore.Signal(object)
     shown = QtCore.Signal()                # the plot shows the latest analysis
 
     def __init__(self, window=None, parent=None):
-        super().__init__("Study", parent, objectName="study_dock")
+        super().__init__("Study", "study_dock", parent)
         self.window = window
         self.interactive = bool(getattr(window, "interactive", False))
         self.folder = Path.cwd()
@@ -332,15 +332,13 @@ class StudyPanel(QtWidgets.QDockWidget):
         self.rows: list[dict] = []
         self.summary: Summary | None = None
         self.state = "idle"
-        self.last_error = ""
         self.progress = SweepProgress()
         self._sweep: SweepThread | None = None
         self._analysis: Worker | None = None     # the live analysis running now
         self._analysis_wanted = False             # rows came in meanwhile: analyse again when it is done
         self._workers: set[Worker] = set()
         self._generation = 0                      # bumped by each new study or table: older results are dropped
-        with one_font_manager():
-            self._build()
+        self._start()
         self.tick = QtCore.QTimer(self, interval=500)
         self.tick.timeout.connect(self._show_progress)
         self._set_state("idle")
@@ -353,9 +351,7 @@ class StudyPanel(QtWidgets.QDockWidget):
         return button
 
     def _build(self) -> None:
-        body = QtWidgets.QWidget()
-        outer = QtWidgets.QVBoxLayout(body)
-        outer.setContentsMargins(4, 4, 4, 4)
+        outer = self._body()
         files = QtWidgets.QHBoxLayout()
         self.open_study_button = self._button("Open study…", "study_open", self.open_study_dialog,
                                               "Run a study file (TOML): model, [parameters], [grid], [run]")
@@ -428,14 +424,10 @@ class StudyPanel(QtWidgets.QDockWidget):
         self.canvas = self.plot = None
         self._plot_layout = outer
         self.visibilityChanged.connect(lambda visible: visible and self._draw())
-        self.setWidget(body)
 
     def _make_plot(self) -> None:
         with one_font_manager():
-            self.canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0),
-                                            size=(520, 340), show=False)
-            self.canvas.native.setObjectName("study_canvas")
-            self.canvas.native.setMinimumSize(320, 220)
+            self.canvas = make_canvas("study_canvas", (520, 340), (320, 220))
             self.plot = StudyPlot(self.canvas.central_widget.add_grid(spacing=4, margin=4))
         self._plot_layout.addWidget(self.canvas.native, 1)
 
@@ -597,6 +589,7 @@ class StudyPanel(QtWidgets.QDockWidget):
 
     def shutdown(self) -> None:
         """Cancel and wait for the workers (the window is closing)."""
+        super().shutdown()
         self.tick.stop()
         if self._sweep is not None:
             self._sweep.control.cancel()
@@ -762,12 +755,6 @@ class StudyPanel(QtWidgets.QDockWidget):
         self._message(f"saved {path}")
         return path
 
-    # ---- closing ---------------------------------------------------------------------------------------------------
-    def eventFilter(self, watched, event) -> bool:
-        if event.type() == QtCore.QEvent.Type.Close and watched is self.parent():
-            self.shutdown()
-        return False
-
 
 def describe_result(result) -> str:
     """'T_c = 2.2691 ± 0.0042 (U* = 0.61) from L 8/16' or why there is none yet."""
@@ -781,20 +768,11 @@ def describe_result(result) -> str:
     return text + ("\n" + "; ".join(extra) if extra else "")
 
 
-def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> StudyPanel:
+def install(window, area=RIGHT) -> StudyPanel:
     """Add the dock to a main window; a tab beside the live plots when present."""
-    panel = StudyPanel(window, parent=window)
-    window.addDockWidget(area, panel)
-    plots = getattr(window, "plot_dock", None)
-    if isinstance(plots, QtWidgets.QDockWidget):
-        window.tabifyDockWidget(plots, panel)
-        plots.raise_()
+    # the window closing stops the sweep first
+    panel = install_dock(window, StudyPanel(window, parent=window), "study_panel", area, stop_with_window=True)
     model = getattr(window, "model", None)
     if model is not None:
         panel.form.fill_from(model)
-    window.installEventFilter(panel)   # the window closing stops the sweep first
-    window.study_panel = panel
-    app = QtWidgets.QApplication.instance()
-    if app is not None:
-        app.aboutToQuit.connect(panel.shutdown)
     return panel

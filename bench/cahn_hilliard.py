@@ -6,6 +6,8 @@ Cases (bench-format.md names; ``--cases`` also takes the short names in brackets
   cahn-hilliard-2d-L4096-spectral  [spectral-2d-L4096]  steps_per_s >= 2000   semi-implicit spectral steps
   cahn-hilliard-3d-L256-spectral   [spectral-3d-L256]   steps_per_s >= 2000
   pfhub-1a-t1e6                    [pfhub-1a]           seconds     <= 30     wall time to t = 1e6 (PFHub 1a)
+  cahn-hilliard-2d-L200-adaptive   [adaptive-2d-L200]   us_per_step (no target; only when named in --cases)
+                                                                  adaptive against fixed spectral steps
 
 Grid cases are timed through ``CahnHilliardModel.step(n)`` with fixed time steps (no observables are computed
 in a step), median of ``--repeats`` repetitions after a warm-up. Each is compared with a plain version of the
@@ -31,23 +33,31 @@ finite-difference case of the same dimension (at the benchmark's time steps, not
 ``run_pfhub`` into a temporary folder (or ``--pfhub-out``) and reports the wall time, the steps and PFHub's
 free energy at the output times; ``--skip-pfhub`` leaves it out.
 
+``cahn-hilliard-2d-L200-adaptive`` (run only when --cases names it, e.g. ``--cases adaptive``) times, on PFHub
+1a's grid (the pfhub-1a preset: 200 x 200, double precision, periodic), the model's steps with adaptive and with
+fixed time steps, for both spectral integrators (``model.step(n)``, median of ``--repeats``): its value is the
+microseconds per adaptive spectral-bdf2 step, its baseline the fixed step's, and ``details.per_integrator``
+has for each integrator the fixed step, the adaptive step through ``step(n)`` and through ``advance_to`` (the
+path of ``bench ch-accuracy``), the adaptive control alone (``control_only_us``: the statistics of one step and
+the next dt) and, on a GPU, the earlier path of the control (CuPy array reductions, ``fused_change`` off) timed
+the same way in the same run.
+
 ``--backend numpy --small``: a CPU smoke run of every code path at tiny sizes (the tests use it).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import platform
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-from latticelab.bench.report import device_slug, print_table, write_results
+from latticelab.bench.common import (add_case_arguments, add_output_arguments, add_smoke_arguments,
+                                     enqueue_seconds, free_memory, run_benchmark, select_cases, target_met, timed)
+# bench/ch_accuracy.py imports these from here
+from latticelab.bench.common import finish, open_backend, synchronizer  # noqa: F401
 
 # name -> spec; "alias" is the short name --cases accepts too
 CASES = {
@@ -59,6 +69,9 @@ CASES = {
                                            alias="spectral-3d-L256"),
     "pfhub-1a-t1e6": dict(kind="pfhub", target=30.0, alias="pfhub-1a",
                           anchor=388.0, anchor_name="FEniCS on 24 cores (PFHub 1a, published)"),
+    # opt-in: run only when --cases names it ("all" leaves it out)
+    "cahn-hilliard-2d-L200-adaptive": dict(kind="adaptive", dim=2, L=200, target=None, alias="adaptive-2d-L200",
+                                           opt_in=True),
 }
 SMALL_L = {2: 32, 3: 12}           # --small grid sides
 SMALL_PFHUB = dict(L=50, until=100.0)
@@ -66,11 +79,7 @@ INTEGRATOR = {"fd": "finite-difference", "spectral": "spectral"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cases", default="all", help="comma-separated case names, short names or prefixes "
-                        "(default: all): " + ", ".join(f"{n} [{s['alias']}]" for n, s in CASES.items()))
-    parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per case (median reported)")
-    parser.add_argument("--steps", type=int, default=0,
-                        help="model steps per repetition (default 200; --small 4); the baseline runs a quarter")
+    add_case_arguments(parser, CASES)
     parser.add_argument("--precision", choices=("single", "double"), default="single",
                         help="floating point of the grid cases (default single, as the issue's baselines)")
     parser.add_argument("--spectral-dt", type=float, default=0.5,
@@ -89,127 +98,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulated end time of the PFHub case (default 1e6; --small 100)")
     parser.add_argument("--pfhub-out", default=None,
                         help="keep the PFHub result files in this folder (default: a temporary folder)")
-    parser.add_argument("--backend", choices=("cuda", "numpy"), default="cuda",
-                        help="cuda (default; the targets are for an H100) or numpy (CPU smoke runs)")
-    parser.add_argument("--small", action="store_true",
-                        help="tiny sizes (2D L=32, 3D L=12, PFHub L=50 to t=100): a smoke run of the code path")
-    parser.add_argument("--out-dir", default="bench/results", help="where cahn-hilliard-<device>.json goes")
-    parser.add_argument("--no-write", action="store_true", help="print the table only")
-    parser.add_argument("--commit", default=None, help="commit to record (default: git rev-parse)")
-
-
-# ---- helpers shared with bench/cortex.py -----------------------------------------------------------------------
-def select_cases(spec: str, cases: dict, flag: str = "--cases") -> list[str]:
-    """Case names from a comma-separated list of names, aliases or prefixes of either ('all': every case)."""
-    if spec == "all":
-        return list(cases)
-    chosen = []
-    for part in (s.strip() for s in spec.split(",") if s.strip()):
-        hits = [n for n, c in cases.items() if n.startswith(part) or c.get("alias", "").startswith(part)]
-        if not hits:
-            raise ValueError(f"{flag}: no case starts with {part!r}; cases are "
-                             + ", ".join(f"{n} [{c['alias']}]" if c.get("alias") else n for n, c in cases.items()))
-        chosen += [h for h in hits if h not in chosen]
-    return chosen
-
-
-def open_backend(name: str, bench: str):
-    """(backend, device description) or raises BackendError (the caller prints it)."""
-    from latticelab.sim.backend import select_backend
-    backend = select_backend(name)
-    if backend.is_gpu:
-        cp = backend.xp
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        print(f"latticelab bench {bench} on {backend.device_name} ({props['multiProcessorCount']} SMs, "
-              f"L2 {props['l2CacheSize'] / 2 ** 20:.0f} MiB)", flush=True)
-        return backend, backend.device_name
-    device = f"CPU {platform.processor() or platform.machine()} ({os.cpu_count()} cores), NumPy {np.__version__}"
-    print(f"latticelab bench {bench} on {device} (NumPy backend: a smoke run, not a GPU benchmark)", flush=True)
-    return backend, device
-
-
-def synchronizer(xp):
-    """A function that waits for the device (nothing to wait for on NumPy)."""
-    if xp is np:
-        return lambda: None
-    return lambda: xp.cuda.Device().synchronize()
-
-
-def timed(xp, work, repeats: int) -> list[float]:
-    """Wall seconds of ``work()`` per repetition, the device synchronised at both ends."""
-    sync = synchronizer(xp)
-    times = []
-    for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        work()
-        sync()
-        times.append(time.perf_counter() - start)
-    return times
-
-
-def enqueue_seconds(xp, work) -> float | None:
-    """CPU seconds to enqueue ``work()`` without waiting for the device (CuPy only): when it exceeds the
-    device time, the path is launch-bound."""
-    if xp is np:
-        return None
-    sync = synchronizer(xp)
-    sync()
-    start = time.perf_counter()
-    work()
-    elapsed = time.perf_counter() - start
-    sync()
-    return elapsed
-
-
-def copy_bandwidth(xp, small: bool = False) -> float:
-    """Device-to-device copy rate in bytes/s (bytes read plus bytes written): bench/sim.py's on CuPy; on NumPy
-    a host copy of 64 MiB (8 MiB with ``small``)."""
-    if xp is not np:
-        from latticelab.bench.sim import copy_bandwidth as device_copy
-        return device_copy(xp)
-    nbytes = (8 if small else 64) * 2 ** 20
-    src = np.ones(nbytes // 4, dtype=np.float32)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    return 2 * nbytes / statistics.median(timed(np, lambda: np.copyto(dst, src), 5))
-
-
-def free_memory(xp) -> None:
-    if xp is not np:
-        xp.get_default_memory_pool().free_all_blocks()
-
-
-def target_met(value: float, target: float, lower_is_better: bool) -> bool:
-    return bool(value <= target) if lower_is_better else bool(value >= target)
-
-
-def finish(bench: str, device: str, cases: list[dict], args, small: bool) -> int:
-    """Print the table and the targets, write bench/results/<bench>-<device>.json (``--commit`` recorded)."""
-    print()
-    print_table(cases)
-    print()
-    for c in cases:
-        if c.get("target") is None:
-            continue
-        sign = "<=" if c.get("lower_is_better") else ">="
-        verdict = "n/a (small)" if small else ("met" if c["target_met"] else "MISSED")
-        extra = ""
-        d = c.get("details", {})
-        if "bandwidth_fraction" in d:
-            extra = f"  {100 * d['bandwidth_fraction']:.0f}% of copy bandwidth"
-        if "anchor_ratio" in c:
-            extra += f"  x{c['anchor_ratio']} vs {c['anchor_name']}"
-        print(f"{c['case']:38} target {sign} {c['target']:<7g} {verdict:11}{extra}")
-    if not args.no_write:
-        slug = device_slug(device) if not device.startswith("CPU") else "CPU"
-        path = write_results(bench, device, cases, out_dir=args.out_dir, slug=slug)
-        if args.commit:  # a copy of the tree without .git (the GPU machine) cannot ask git
-            doc = json.loads(Path(path).read_text())
-            doc["commit"] = args.commit
-            Path(path).write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"written to {path}")
-    return 0
+    add_smoke_arguments(parser, "tiny sizes (2D L=32, 3D L=12, PFHub L=50 to t=100): a smoke run of the code path")
+    add_output_arguments(parser, "cahn-hilliard-<device>.json")
 
 
 # ---- the plain baselines (not the project's code: whole-array operations, nothing fused) -----------------------
@@ -456,6 +346,83 @@ def run_pfhub_case(backend, name: str, spec: dict, args) -> dict:
     return case
 
 
+def _us_per_step(xp, model, work, repeats: int) -> float:
+    """Median microseconds per model step of ``work()`` (steps counted by the model), over ``repeats``."""
+    per_step = []
+    sync = synchronizer(xp)
+    for _ in range(repeats):
+        before = model.step_count
+        sync()
+        start = time.perf_counter()
+        work()
+        sync()
+        per_step.append((time.perf_counter() - start) / max(1, model.step_count - before))
+    return round(statistics.median(per_step) * 1e6, 2)
+
+
+def time_adaptive_steps(backend, integrator: str, L: int | None, steps: int, repeats: int) -> dict:
+    """Microseconds per step of the pfhub-1a model with ``integrator``: fixed steps, adaptive steps through
+    ``step(n)`` and ``advance_to``, the adaptive control alone, and on a GPU the same with the control's earlier
+    path (CuPy array reductions)."""
+    from latticelab.sim.models.cahn_hilliard.model import CahnHilliardModel, adapted_dt
+    xp = backend.xp
+    sizes = {"L": L} if L else {}
+    fixed = CahnHilliardModel(backend=backend.name, preset="pfhub-1a", integrator=integrator, time_step="fixed",
+                              dt=1.0, **sizes)
+    fixed.step(max(2, steps // 4))                                     # warm-up: kernels, plans, memory pool
+    out = {"fixed_us": _us_per_step(xp, fixed, lambda: fixed.step(steps), repeats)}
+
+    def adaptive_model():
+        model = CahnHilliardModel(backend=backend.name, preset="pfhub-1a", integrator=integrator, **sizes)
+        model.step(max(2, steps // 4))
+        return model
+
+    paths = [("", True)] + ([("previous_path_", False)] if backend.is_gpu else [])
+    for prefix, fused in paths:
+        model = adaptive_model()
+        model.fused_change = fused
+        model.step(2)
+        out[prefix + "adaptive_step_us"] = _us_per_step(xp, model, lambda: model.step(steps), repeats)
+        # advance_to: the adaptive steps of bench ch-accuracy (its last step shortened, no adaptation there)
+        out[prefix + "adaptive_advance_to_us"] = _us_per_step(
+            xp, model, lambda: model.advance_to(model.time + steps * model.dt_current), repeats)
+        old, new = model.phi.copy(), model.phi
+        p = model.params
+
+        def control():
+            for _ in range(steps):
+                change, top, bottom = model._change_stats(new, old)
+                adapted_dt(model.dt_current, change, top, bottom, p)
+        calls = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            control()
+            calls.append((time.perf_counter() - start) / steps)
+        out[prefix + "control_only_us"] = round(statistics.median(calls) * 1e6, 2)
+        out[prefix + "dt_after"] = model.dt_current
+    out["adaptive_over_fixed"] = round(out["adaptive_step_us"] / out["fixed_us"], 3)
+    out["adaptive_overhead_us"] = round(out["adaptive_step_us"] - out["fixed_us"], 2)
+    if "previous_path_adaptive_step_us" in out:
+        out["previous_path_adaptive_over_fixed"] = round(out["previous_path_adaptive_step_us"] / out["fixed_us"], 3)
+    free_memory(xp)
+    return out
+
+
+def run_adaptive_case(backend, name: str, spec: dict, args) -> dict:
+    small = args.small
+    L = SMALL_PFHUB["L"] if small else spec["L"]
+    steps = args.steps or (4 if small else 200)
+    results = {integrator: time_adaptive_steps(backend, integrator, L if small else None, steps, args.repeats)
+               for integrator in ("spectral-bdf2", "spectral")}
+    main = results["spectral-bdf2"]
+    details = {"preset": "pfhub-1a", "L": L, "precision": "double", "fixed_dt": 1.0, "steps_per_repeat": steps,
+               "repeats": args.repeats, "per_integrator": results,
+               "note": "value: us per adaptive spectral-bdf2 step through step(n); baseline: a fixed one"}
+    return {"case": case_name(name, spec, L, small), "metric": "us_per_step", "value": main["adaptive_step_us"],
+            "lower_is_better": True, "baseline": "fixed-dt-step", "baseline_value": main["fixed_us"],
+            "ratio": main["adaptive_over_fixed"], "target": None, "target_met": None, "details": details}
+
+
 def case_name(name: str, spec: dict, L: int, small: bool, until: float | None = None) -> str:
     """The bench-format name; --small runs name their real sizes so they never pass for the real cases."""
     if not small:
@@ -465,54 +432,56 @@ def case_name(name: str, spec: dict, L: int, small: bool, until: float | None = 
     return f"cahn-hilliard-{spec['dim']}d-L{L}-{spec['kind']}"
 
 
-def main(args) -> int:
-    from latticelab.sim.backend import BackendError
-    try:
-        names = select_cases(args.cases, CASES)
-        if args.skip_pfhub:
-            names = [n for n in names if CASES[n]["kind"] != "pfhub"]
-        if args.repeats < 1 or args.steps < 0:
-            raise ValueError("--repeats must be >= 1 and --steps >= 0")
-        if not args.spectral_dt > 0:
-            raise ValueError("--spectral-dt must be > 0")
-        if args.pfhub_until is not None and not (math.isfinite(args.pfhub_until) and args.pfhub_until > 0):
-            raise ValueError("--pfhub-until must be a finite time > 0")
-        if not names:
-            raise ValueError("no case left to run")
-        from latticelab.sim.models.cahn_hilliard.finite_difference import KERNELS
-        if args.fd_kernel is not None and args.fd_kernel not in KERNELS:
-            raise ValueError(f"--fd-kernel must be one of {', '.join(KERNELS)}")
-    except ValueError as exc:
-        print(f"latticelab bench cahn-hilliard: {exc}")
-        return 2
-    try:
-        backend, device = open_backend(args.backend, "cahn-hilliard")
-    except BackendError as exc:
-        print(f"latticelab bench cahn-hilliard needs a CUDA GPU (or --backend numpy --small): {exc}")
-        return 1
-    xp = backend.xp
-    bandwidth = copy_bandwidth(xp, args.small)
-    print(f"device-to-device copy: {bandwidth / 1e12:.3f} TB/s (read + write)", flush=True)
-    cases = []
-    for name in names:
-        spec = CASES[name]
-        if spec["kind"] == "pfhub":
-            case = run_pfhub_case(backend, name, spec, args)
-            d = case["details"]
-            print(f"  {case['case']}: {case['value']} s to t = {d['until']:g} ({d['steps']} steps)", flush=True)
-        else:
-            case = run_grid_case(backend, name, spec, args, bandwidth)
-            d = case["details"]
-            earlier = d.get("previous_path")
-            before = f"; earlier path {earlier['steps_per_s']} steps/s" if earlier else ""
-            if d.get("fd_kernels"):
-                before += f"; kernel {d['fd_kernel']}; variants " + ", ".join(
-                    f"{k} {v['steps_per_s']}" for k, v in d["fd_kernels"].items()) + " steps/s"
-            print(f"  {case['case']}: {case['value']} steps/s ({d['ms_per_step']} ms/step, "
-                  f"{100 * d['bandwidth_fraction']:.0f}% of copy bandwidth); plain {case['baseline_value']} "
-                  f"steps/s, x{case['ratio']}{before}", flush=True)
-        cases.append(case)
-    # spectral against finite differences in simulated time per wall second (same dimension, this run)
+def _chosen_cases(args) -> list[str]:
+    names = select_cases(args.cases, CASES)
+    if args.cases == "all":
+        names = [n for n in names if not CASES[n].get("opt_in")]
+    if args.skip_pfhub:
+        names = [n for n in names if CASES[n]["kind"] != "pfhub"]
+    if args.repeats < 1 or args.steps < 0:
+        raise ValueError("--repeats must be >= 1 and --steps >= 0")
+    if not args.spectral_dt > 0:
+        raise ValueError("--spectral-dt must be > 0")
+    if args.pfhub_until is not None and not (math.isfinite(args.pfhub_until) and args.pfhub_until > 0):
+        raise ValueError("--pfhub-until must be a finite time > 0")
+    if not names:
+        raise ValueError("no case left to run")
+    from latticelab.sim.models.cahn_hilliard.finite_difference import KERNELS
+    if args.fd_kernel is not None and args.fd_kernel not in KERNELS:
+        raise ValueError(f"--fd-kernel must be one of {', '.join(KERNELS)}")
+    return names
+
+
+def _run_and_say(backend, name: str, args, bandwidth: float) -> dict:
+    spec = CASES[name]
+    if spec["kind"] == "adaptive":
+        case = run_adaptive_case(backend, name, spec, args)
+        for integrator, r in case["details"]["per_integrator"].items():
+            earlier = (f"; earlier control {r['previous_path_adaptive_step_us']} us/step"
+                       if "previous_path_adaptive_step_us" in r else "")
+            print(f"  {case['case']} {integrator}: fixed {r['fixed_us']} us/step, adaptive {r['adaptive_step_us']} "
+                  f"(advance_to {r['adaptive_advance_to_us']}, control alone {r['control_only_us']}) us/step, "
+                  f"x{r['adaptive_over_fixed']}{earlier}", flush=True)
+    elif spec["kind"] == "pfhub":
+        case = run_pfhub_case(backend, name, spec, args)
+        d = case["details"]
+        print(f"  {case['case']}: {case['value']} s to t = {d['until']:g} ({d['steps']} steps)", flush=True)
+    else:
+        case = run_grid_case(backend, name, spec, args, bandwidth)
+        d = case["details"]
+        earlier = d.get("previous_path")
+        before = f"; earlier path {earlier['steps_per_s']} steps/s" if earlier else ""
+        if d.get("fd_kernels"):
+            before += f"; kernel {d['fd_kernel']}; variants " + ", ".join(
+                f"{k} {v['steps_per_s']}" for k, v in d["fd_kernels"].items()) + " steps/s"
+        print(f"  {case['case']}: {case['value']} steps/s ({d['ms_per_step']} ms/step, "
+              f"{100 * d['bandwidth_fraction']:.0f}% of copy bandwidth); plain {case['baseline_value']} "
+              f"steps/s, x{case['ratio']}{before}", flush=True)
+    return case
+
+
+def _compare(cases: list[dict]) -> None:
+    """Spectral against finite differences in simulated time per wall second (same dimension, this run)."""
     by_kind = {(c["details"].get("dim"), c["details"].get("integrator")): c for c in cases if "dim" in c["details"]}
     for dim in (2, 3):
         fd, sp = by_kind.get((dim, "finite-difference")), by_kind.get((dim, "spectral"))
@@ -522,7 +491,10 @@ def main(args) -> int:
             sp["details"]["simulated_time_ratio_note"] = (f"spectral dt {sp['details']['dt']:g} against finite "
                                                           f"differences dt {fd['details']['dt']:g}; not at equal "
                                                           "accuracy")
-    return finish("cahn-hilliard", device, cases, args, args.small)
+
+
+def main(args) -> int:
+    return run_benchmark("cahn-hilliard", args, _chosen_cases, _run_and_say, _compare)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ import statistics
 
 import numpy as np
 
-from latticelab.bench.cahn_hilliard import (copy_bandwidth, enqueue_seconds, finish, free_memory, open_backend,
-                                            select_cases, target_met, timed)
+from latticelab.bench.common import (EventClock, add_case_arguments, add_output_arguments, add_smoke_arguments,
+                                     enqueue_seconds, free_memory, run_benchmark, select_cases, target_met, timed)
 
 CASES = {
     "cortex-N2^20-k100": dict(L=1024, k=100, r=64, target=4000.0, alias="N2^20"),
@@ -46,20 +46,11 @@ PHASE1_BYTES = 35           # data r/w 2, tv 8, delay 1, v r/w 8, u r/w 8, ring 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cases", default="all", help="comma-separated case names, short names or prefixes "
-                        "(default: all): " + ", ".join(f"{n} [{s['alias']}]" for n, s in CASES.items()))
-    parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per case (median reported)")
-    parser.add_argument("--steps", type=int, default=0,
-                        help="model steps per repetition (default 200; --small 4); the baseline runs a quarter")
+    add_case_arguments(parser, CASES)
     parser.add_argument("--warmup", type=int, default=None,
                         help="steps before timing, into the network's active regime (default 200; --small 4)")
-    parser.add_argument("--backend", choices=("cuda", "numpy"), default="cuda",
-                        help="cuda (default; the targets are for an H100) or numpy (CPU smoke runs)")
-    parser.add_argument("--small", action="store_true",
-                        help="tiny networks (L = 16 and 32, k = 10, r = 4): a smoke run of the code path")
-    parser.add_argument("--out-dir", default="bench/results", help="where cortex-<device>.json goes")
-    parser.add_argument("--no-write", action="store_true", help="print the table only")
-    parser.add_argument("--commit", default=None, help="commit to record (default: git rev-parse)")
+    add_smoke_arguments(parser, "tiny networks (L = 16 and 32, k = 10, r = 4): a smoke run of the code path")
+    add_output_arguments(parser, "cortex-<device>.json")
 
 
 # ---- the plain baseline (not the project's code: whole-array operations, nothing fused) ------------------------
@@ -135,33 +126,20 @@ class PlainCortex:
 
 
 # ---- kernel clocks (CUDA) -------------------------------------------------------------------------------------
-class PhaseClock:
+class PhaseClock(EventClock):
     """Brackets each launch of the model's two phase kernels with CUDA events; totals in ms per kernel."""
 
     def __init__(self, cp, phases):
-        self.cp, self.phases, self.records, self.saved = cp, phases, [], []
+        super().__init__(cp)
+        self.phases = phases
         for name in ("_phase1", "_phase2"):
             kernels = getattr(phases, name)                 # {layout is packed: kernel}
             self.saved.append((name, kernels))
             setattr(phases, name, {key: self._timed(kernel, name.strip("_")) for key, kernel in kernels.items()})
 
-    def _timed(self, kernel, name):
-        def launch(*args, **kwargs):
-            start, end = self.cp.cuda.Event(), self.cp.cuda.Event()
-            start.record()
-            kernel(*args, **kwargs)
-            end.record()
-            self.records.append((name, start, end))
-        return launch
-
-    def restore(self) -> dict[str, float]:
+    def _put_back(self) -> None:
         for name, kernels in self.saved:
             setattr(self.phases, name, kernels)
-        self.cp.cuda.Device().synchronize()
-        totals: dict[str, float] = {}
-        for name, start, end in self.records:
-            totals[name] = totals.get(name, 0.0) + self.cp.cuda.get_elapsed_time(start, end)
-        return totals
 
 
 def active_fraction(xp, model, steps: int) -> float:
@@ -271,34 +249,26 @@ def run_case(backend, name: str, spec: dict, args, bandwidth: float) -> dict:
             "details": details}
 
 
+def _chosen_cases(args) -> list[str]:
+    names = select_cases(args.cases, CASES)
+    if args.repeats < 1 or args.steps < 0 or (args.warmup is not None and args.warmup < 0):
+        raise ValueError("--repeats must be >= 1, --steps and --warmup >= 0")
+    return names
+
+
+def _run_and_say(backend, name: str, args, bandwidth: float) -> dict:
+    case = run_case(backend, name, CASES[name], args, bandwidth)
+    d = case["details"]
+    print(f"  {case['case']}: {case['value']} steps/s ({d['ms_per_step']} ms/step, "
+          f"{d['bytes_per_neuron_per_step']['total']} B/neuron ({d['layout']}), "
+          f"{100 * d['bandwidth_fraction']:.0f}% of copy "
+          f"bandwidth, kernels {d.get('kernel_ms_per_step', '-')}); plain {case['baseline_value']} steps/s, "
+          f"x{case['ratio']}", flush=True)
+    return case
+
+
 def main(args) -> int:
-    from latticelab.sim.backend import BackendError
-    try:
-        names = select_cases(args.cases, CASES)
-        if args.repeats < 1 or args.steps < 0 or (args.warmup is not None and args.warmup < 0):
-            raise ValueError("--repeats must be >= 1, --steps and --warmup >= 0")
-    except ValueError as exc:
-        print(f"latticelab bench cortex: {exc}")
-        return 2
-    try:
-        backend, device = open_backend(args.backend, "cortex")
-    except BackendError as exc:
-        print(f"latticelab bench cortex needs a CUDA GPU (or --backend numpy --small): {exc}")
-        return 1
-    xp = backend.xp
-    bandwidth = copy_bandwidth(xp, args.small)
-    print(f"device-to-device copy: {bandwidth / 1e12:.3f} TB/s (read + write)", flush=True)
-    cases = []
-    for name in names:
-        case = run_case(backend, name, CASES[name], args, bandwidth)
-        d = case["details"]
-        print(f"  {case['case']}: {case['value']} steps/s ({d['ms_per_step']} ms/step, "
-              f"{d['bytes_per_neuron_per_step']['total']} B/neuron ({d['layout']}), "
-              f"{100 * d['bandwidth_fraction']:.0f}% of copy "
-              f"bandwidth, kernels {d.get('kernel_ms_per_step', '-')}); plain {case['baseline_value']} steps/s, "
-              f"x{case['ratio']}", flush=True)
-        cases.append(case)
-    return finish("cortex", device, cases, args, args.small)
+    return run_benchmark("cortex", args, _chosen_cases, _run_and_say)
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ def device_slug(device: str) -> str:
 
 
 def write_results(name: str, device: str, cases: list[dict], out_dir: str = "bench/results",
-                  slug: str | None = None) -> str:
-    """Write bench/results/<name>-<slug or short device name>.json; returns the path."""
+                  slug: str | None = None, commit: str | None = None) -> str:
+    """Write bench/results/<name>-<slug or short device name>.json (``commit`` recorded, else git's); returns the
+    path."""
     from latticelab.sim.io import OutputError, write_atomic
     try:
         os.makedirs(out_dir, exist_ok=True)
@@ -55,7 +56,7 @@ def write_results(name: str, device: str, cases: list[dict], out_dir: str = "ben
     path = os.path.join(out_dir, f"{name}-{slug or device_slug(device)}.json")
     doc = {"command": "latticelab " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("latticelab")
            else " ".join(["latticelab", *sys.argv[1:]]),
-           "commit": git_commit(),
+           "commit": commit or git_commit(),
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "device": device, "cases": cases}
     # atomically: an interrupted or failed write leaves the previous results file whole (OutputError names

@@ -17,7 +17,6 @@ Okabe's Swendsen-Wang (shared/reference/anchors.md) are in ``anchor`` / ``anchor
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import sys
@@ -28,7 +27,8 @@ from latticelab.sim.models.ising.gpu import KERNEL_DIR as ISING_KERNELS
 
 import numpy as np
 
-from latticelab.bench.report import device_slug, print_table, write_results
+from latticelab.bench.common import EventClock, add_output_arguments, copy_bandwidth, open_backend, save
+from latticelab.bench.report import device_slug, print_table
 
 T_C_2D, T_C_3D = 2.269, 4.5115
 _SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+[A-Z@]")
@@ -61,9 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-seconds", type=float, default=3.0,
                         help="time budget of each slow baseline (breadth-first Wolff), default 3 s")
     parser.add_argument("--quick", action="store_true", help="a short smoke run: few steps, 2 repetitions")
-    parser.add_argument("--out-dir", default="bench/results", help="where sim-<gpu>.json goes")
-    parser.add_argument("--no-write", action="store_true", help="print the table only")
-    parser.add_argument("--commit", default=None, help="commit to record (default: git rev-parse)")
+    add_output_arguments(parser, "sim-<gpu>.json")
     parser.add_argument("--sass", action="store_true",
                         help="also count the SASS instructions of the hot kernels (needs nvcc and cuobjdump)")
 
@@ -115,11 +113,12 @@ def naive_metropolis(cp, dim: int, L: int, T: float, seed: int = 1):
     return sweep
 
 
-class KernelClock:
+class KernelClock(EventClock):
     """Wraps an engine's kernels so every launch is bracketed by CUDA events; totals per kernel name."""
 
     def __init__(self, cp, engine):
-        self.cp, self.engine, self.records, self.saved = cp, engine, [], []
+        super().__init__(cp)
+        self.engine = engine
         targets = [(engine.__dict__, "_metropolis", "metropolis"),
                    (engine.__dict__, "_metropolis_modified", "metropolis_modified")]
         if getattr(engine, "_multispin", None) is not None:  # the packed sweeps behind metropolis_sweeps
@@ -131,23 +130,9 @@ class KernelClock:
                 self.saved.append((holder, name, holder[name]))
                 holder[name] = self._timed(holder[name], label)
 
-    def _timed(self, kernel, name):
-        def launch(*args, **kwargs):
-            start, end = self.cp.cuda.Event(), self.cp.cuda.Event()
-            start.record()
-            kernel(*args, **kwargs)
-            end.record()
-            self.records.append((name, start, end))
-        return launch
-
-    def restore(self) -> dict[str, float]:
+    def _put_back(self) -> None:
         for holder, name, kernel in self.saved:
             holder[name] = kernel
-        self.cp.cuda.Device().synchronize()
-        totals: dict[str, float] = {}
-        for name, start, end in self.records:
-            totals[name] = totals.get(name, 0.0) + self.cp.cuda.get_elapsed_time(start, end)
-        return totals
 
 
 def sass_counts(kernels: dict[str, str]) -> dict[str, int]:
@@ -176,16 +161,6 @@ def sass_counts(kernels: dict[str, str]) -> dict[str, int]:
                 elif current and "sass_probe" not in current and _SASS_LINE.match(line):
                     counts[name] = counts.get(name, 0) + 1
     return counts
-
-
-def copy_bandwidth(cp, nbytes: int = 2 ** 30) -> float:
-    """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""
-    src = cp.ones(nbytes // 4, dtype=cp.float32)
-    dst = cp.empty_like(src)
-    timer = Timer(cp)
-    dst[...] = src
-    times = [timer(lambda: dst.__setitem__(Ellipsis, src)) for _ in range(5)]
-    return 2 * nbytes / statistics.median(times)
 
 
 def graph_time(cp, step, n: int, repeats: int) -> float | None:
@@ -308,7 +283,7 @@ def run_case(cp, name: str, spec: dict, args) -> dict:
 
 
 def main(args) -> int:
-    from latticelab.sim.backend import BackendError, select_backend
+    from latticelab.sim.backend import BackendError
     try:
         names = _select(args.cases)
         if args.repeats < 1 or args.steps < 0:
@@ -317,14 +292,11 @@ def main(args) -> int:
         print(f"latticelab bench sim: {exc}")
         return 2
     try:
-        backend = select_backend("cuda")
+        backend, device = open_backend("cuda", "sim")
     except BackendError as exc:
         print(f"latticelab bench sim needs a CUDA GPU: {exc}")
         return 1
     cp = backend.xp
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    print(f"latticelab bench sim on {backend.device_name} ({props['multiProcessorCount']} SMs, "
-          f"L2 {props['l2CacheSize'] / 2 ** 20:.0f} MiB)", flush=True)
     bandwidth = copy_bandwidth(cp)
     print(f"device-to-device copy: {bandwidth / 1e12:.2f} TB/s (read + write)", flush=True)
     cases = []
@@ -351,14 +323,7 @@ def main(args) -> int:
         print("SASS instructions (static):", counts)
         for c in cases:
             c["details"]["sass_instructions"] = counts
-    if not args.no_write:
-        path = write_results("sim", backend.device_name, cases, out_dir=args.out_dir,
-                             slug=device_slug(backend.device_name))
-        if args.commit:  # a copy of the tree without .git (the GPU machine) cannot ask git
-            doc = json.loads(Path(path).read_text())
-            doc["commit"] = args.commit
-            Path(path).write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"written to {path}")
+    save("sim", device, cases, args, device_slug(device))
     return 0
 
 
