@@ -56,7 +56,7 @@ def preset_values(preset: str) -> dict:
         raise ValueError(f"preset: must be one of {', '.join(PRESETS)}; got {preset!r}")
     # m = M / w^2, b = u = 4 rho w^4, K = kappa w^2 (module docstring), written as the decimals they are
     return {"dim": 2, "L": 200, "dx": 1.0, "m": 125.0, "b": 0.032, "u": 0.032, "K": 0.08, "boundary": "periodic" if preset == "pfhub-1a" else "mirror",
-            "integrator": "spectral-bdf2", "time_step": "adaptive", "dt": 0.05, "dt_max": 50.0, "phi0": 0.0,
+            "integrator": "spectral", "time_step": "adaptive", "dt": 0.05, "dt_max": 50.0, "phi0": 0.0,
             "noise": 0.0}
 
 
