@@ -322,10 +322,11 @@ class IsingModel(Model):
                       and np.array_equal(s["rewired_edge_ids"], g.rewired_edge_ids)
                       and np.array_equal(s["new_edges"], np.asarray(g.new_edges).reshape(-1, 2)))
         if not same_graph:
-            lattice = RewiredLattice(dim=params.dim, L=params.L, p=params.p, rewire_dims=params.rewire_dims,
-                                     rewired_edge_ids=s["rewired_edge_ids"], new_edges=s["new_edges"],
-                                     rewired_ends=s["rewired_ends"])
-            self._build_graph(params.p, params.rewire_dims, lattice)
+            self._build_graph(params.p, params.rewire_dims, _saved_lattice(params, s))
+        self._put_back(params, s)
+
+    def _put_back(self, params: IsingParams, s: dict) -> None:
+        """The spins, the random-stream position and the counters of validated state arrays ``s``."""
         self._rng = StreamRNG(self.xp, params.seed, s["streams_used"])
         self.spins = self.xp.asarray(s["spins"])
         self.flipped = self.xp.asarray(s["flipped"])
@@ -340,14 +341,13 @@ class IsingModel(Model):
         random-stream position and the counters are then put back."""
         from latticelab.sim.models.ising.state import validate_arrays
         s = validate_arrays(params, arrays)
-        lattice = RewiredLattice(dim=params.dim, L=params.L, p=params.p, rewire_dims=params.rewire_dims,
-                                 rewired_edge_ids=s["rewired_edge_ids"], new_edges=s["new_edges"],
-                                 rewired_ends=s["rewired_ends"])
-        model = cls(params, backend=backend, lattice=lattice)
-        model._rng = StreamRNG(model.xp, params.seed, s["streams_used"])
-        model.spins = model.xp.asarray(s["spins"])
-        model.flipped = model.xp.asarray(s["flipped"])
-        model._flipped_count = None
-        model._step_count = s["step_count"]
-        model._phase = s["phase"] % len(model._schedule)
+        model = cls(params, backend=backend, lattice=_saved_lattice(params, s))
+        model._put_back(params, s)
         return model
+
+
+def _saved_lattice(params: IsingParams, s: dict) -> RewiredLattice:
+    """The rewired lattice that validated state arrays ``s`` describe (its rewiring as saved, not redrawn)."""
+    return RewiredLattice(dim=params.dim, L=params.L, p=params.p, rewire_dims=params.rewire_dims,
+                          rewired_edge_ids=s["rewired_edge_ids"], new_edges=s["new_edges"],
+                          rewired_ends=s["rewired_ends"])
