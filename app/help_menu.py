@@ -33,10 +33,27 @@ USAGE_ANCHOR = "using-the-application"    # GitHub's and most Markdown viewers' 
 
 # ---- what the dialogs say -------------------------------------------------------------------------------
 def _version(distribution: str) -> str:
+    """The installed version of ``distribution``; for this package run from a source tree that was never
+    installed (PYTHONPATH, as on the GPU machine), the version its pyproject.toml declares."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
-        return "not installed"
+        pass
+    if distribution == "latticelab":
+        declared = source_version()
+        if declared:
+            return f"{declared} (source tree, not installed)"
+    return "not installed"
+
+
+def source_version() -> str | None:
+    """``project.version`` of the pyproject.toml beside this package, or None when there is none to read."""
+    import tomllib
+    try:
+        with open(Path(latticelab.__file__).resolve().parent / "pyproject.toml", "rb") as file:
+            return str(tomllib.load(file)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return None
 
 
 def opengl_info(canvas) -> dict[str, str]:

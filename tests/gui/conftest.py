@@ -40,6 +40,11 @@ def make_window(qtbot, tmp_path):
         path = settings_file or tmp_path / f"settings-{len(windows)}.ini"
         prefs = Preferences(QtCore.QSettings(str(path), QtCore.QSettings.Format.IniFormat))
         window = MainWindow(model, params, prefs, interactive=True, backend=backend)
+        if backend == "cuda":
+            # on a CUDA device even small models are built on the worker thread (their kernels may need compiling);
+            # the tests that check what a change did right after it want the build done at once, as on the CPU
+            # (test_window_preparing.py and test_window_swap_slices.py turn background builds on themselves)
+            window.background_builds = False
         qtbot.addWidget(window)
         window.resize(*size)
         window.show()

@@ -17,6 +17,11 @@ from PySide6 import QtCore
 REPO = Path(__file__).resolve().parents[2]
 
 
+def host(array):
+    """``array`` on the host (None stays None)."""
+    return None if array is None else to_numpy(array)
+
+
 def _png(path) -> np.ndarray:
     data = Path(path).read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -61,7 +66,7 @@ def test_cells_and_window_screenshots(make_window, tmp_path):
     from latticelab.sim.models.ising.picture import palette
     from latticelab.sim.picture import palette_bytes
     m = window.model
-    np.testing.assert_array_equal(cells, palette_bytes(palette())[encode_state(np, m.spins, window.runner.highlight)])
+    np.testing.assert_array_equal(cells, palette_bytes(palette())[encode_state(np, to_numpy(m.spins), host(window.runner.highlight))])
     whole = _png(window.export_screenshot(tmp_path / "window.png", "window"))
     assert whole.shape[:2] == (window.height(), window.width())
     assert len(np.unique(whole.reshape(-1, whole.shape[-1]), axis=0)) > 10
@@ -161,7 +166,10 @@ def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
 
 
 def _run_cli(args, cwd):
-    env = dict(os.environ, PYTHONPATH=str(REPO), QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "xcb"))
+    # the package's parent directory first, then what the caller had (on the GPU machine the package is a
+    # link named latticelab to the checkout, found only through the caller's PYTHONPATH)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "xcb"))
     return subprocess.run([sys.executable, "-m", "latticelab", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=240)
 

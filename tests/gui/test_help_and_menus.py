@@ -45,8 +45,8 @@ def test_help_menu_about_shortcuts_and_usage(make_window, qtbot):
     dialog = window.findChild(QtWidgets.QDialog, "about_dialog")
     assert dialog is not None and dialog.isVisible() and not dialog.isModal()
     text = dialog.text()
-    assert importlib.metadata.version("latticelab") in text
-    assert "NumPy (CPU)" in text and "Device" in text
+    assert help_menu.source_version() in text      # the version pyproject.toml declares, installed or not
+    assert ("CuPy (CUDA)" if window.model.backend_name == "cuda" else "NumPy (CPU)") in text and "Device" in text
     renderer = help_menu.opengl_info(window.lattice_canvas)["OpenGL renderer"]
     assert renderer and f"OpenGL renderer\t{renderer}" in text.replace("\n", "\t")
     for version in (platform.python_version(), QtCore.qVersion(), PySide6.__version__,
@@ -129,7 +129,7 @@ def test_restore_defaults_asks_then_resets_parameters_and_view_in_one_undoable_s
     c.steps_per_frame.setValue(7)
     window.legend_action.setChecked(False)                                    # the colour key off
     type_into(c.field("seed").box, "9")
-    defaults = type(window.model.params).create(gpu=False)
+    defaults = type(window.model.params).create(gpu=window.model.backend_name == "cuda")   # its defaults there
     found = []
     answer_next_dialog(qtbot, "No", found)
     window.restore_defaults_action.trigger()
@@ -188,7 +188,8 @@ def test_marks_and_highlight_only_for_models_that_have_them(make_window):
     assert not c.highlight.isVisible() and not c.show_links.isVisible()
     window.interactive = False                   # scripted: Restore defaults asks nothing
     window.restore_defaults_action.trigger()
-    assert window.runner.params.m == 1.0 and window.model.shape[0] == type(window.model.params).create().L
+    assert window.runner.params.m == 1.0
+    assert window.model.shape[0] == type(window.model.params).create(gpu=window.model.backend_name == "cuda").L
     assert not c.highlight.isVisible()           # (the Ising model shows both: test_3d_options_...)
 
 

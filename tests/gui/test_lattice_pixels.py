@@ -14,7 +14,8 @@ from latticelab.sim.models.ising.picture import encode_codes as encode_state
 
 def shown_codes(window):
     m = window.model
-    return encode_state(np, m.spins, window.runner.highlight, None)
+    highlight = window.runner.highlight
+    return encode_state(np, to_numpy(m.spins), None if highlight is None else to_numpy(highlight), None)
 
 
 def test_lattice_pixels_match_the_spins(make_window):
@@ -38,7 +39,7 @@ def test_step_button_advances_one_step_and_highlights_exactly_the_flipped_cells(
         qtbot.mouseClick(button, QtCore.Qt.MouseButton.LeftButton)
         assert model.step_count == before + 1
         changed = to_numpy(model.spins) != before_spins
-        np.testing.assert_array_equal(model.flipped, changed)   # the model's mask: what this step flipped
+        np.testing.assert_array_equal(to_numpy(model.flipped), changed)   # the model's mask: what this step flipped
         image = window.capture("view")
         colours = pixels_at(image, window.field_view.world_to_canvas(cell_centres_2d(32)))
         highlight_up = expected_rgb([3])[0]     # flipped, now up: grey
@@ -77,7 +78,7 @@ def test_rewired_sites_and_links_are_drawn(make_window):
     assert view.links.visible and view.endpoints.visible
     image = window.capture("view")
     # the centre of every rewired site shows the rewired colour (the ring around it leaves the centre open)
-    mask = np.asarray(model.rewired_site_mask()).ravel()
+    mask = to_numpy(model.rewired_site_mask()).ravel()
     colours = pixels_at(image, view.world_to_canvas(cell_centres_2d(32)))
     from latticelab.render.palette import rgba_bytes
     from latticelab.sim.models.ising.picture import REWIRED_SITE

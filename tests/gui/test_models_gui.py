@@ -27,7 +27,11 @@ def test_the_window_opens_each_model_and_draws_its_picture(make_window, name):
     if len(window.model.shape) == 2:
         L = window.model.shape[0]
         drawn = pixels_at(window.capture("view"), window.field_view.world_to_canvas(cell_centres_2d(L)))
-        np.testing.assert_array_equal(drawn, colours[..., :3].reshape(-1, 3))
+        # on a CUDA device a scalar field is coloured by the interop kernel in single precision, which rounds a
+        # channel one level the other way where the double-precision picture falls on a half (seen on the H100:
+        # 1-3% of cells, never more than 1 level); the CPU path shows the picture's colours exactly
+        tolerance = 1 if window.model.backend_name == "cuda" else 0
+        np.testing.assert_allclose(drawn, colours[..., :3].reshape(-1, 3), rtol=0, atol=tolerance)
     cells = window.capture("cells")
     if len(window.model.shape) == 2:
         np.testing.assert_array_equal(cells, colours)
