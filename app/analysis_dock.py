@@ -16,7 +16,7 @@ from typing import Callable
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
-from latticelab.render.plots import one_font_manager
+from latticelab.render.plots import one_font_manager, warm_up_steps
 
 PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
 RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
@@ -38,6 +38,14 @@ def info_label(name: str, selectable: bool = False) -> QtWidgets.QLabel:
     if selectable:
         label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
+
+
+def class_has(model_class, *capabilities) -> bool:
+    """Whether ``model_class`` declares one of the ``capabilities`` (sim/model.py protocols) on the class itself.
+    The protocols have data members, which ``issubclass`` refuses; the class object is checked as an instance
+    instead (each member looked up on it). A member a model only sets in ``__init__`` is not seen: its dock's
+    plots are then made at the swap rather than ahead."""
+    return any(isinstance(model_class, c) for c in capabilities)
 
 
 class AnalysisDock(QtWidgets.QDockWidget):
@@ -98,8 +106,11 @@ class AnalysisDock(QtWidgets.QDockWidget):
 
 
 class CapabilityDock(AnalysisDock):
-    """A dock for the models with some capability (``_set_available``): shown (its plots made first, by
-    ``_plots``) when such a model arrives, hidden for one without. ``refresh`` takes the model's new data
+    """A dock for the models with some capability (``_set_available``; ``applies_to`` for a model class): shown
+    (its plots made first, by ``_plots``) when such a model arrives, hidden for one without. The plots are made
+    by the generator ``_plot_steps`` a piece per step, so the window can make them ahead, a slice per frame,
+    while the next model is built (``stage_for``, app/staging.py), and draw each visual once offscreen: the
+    swap then only shows the dock. ``refresh`` takes the model's new data
     (``_take``, also while the dock is hidden) and draws (``_draw``) only while the dock is on screen and the
     key ``_take`` returns differs from ``_drawn`` (what ``_draw`` sets), or when forced; a failure is logged
     and shown in ``info``, and the window goes on."""
@@ -113,9 +124,71 @@ class CapabilityDock(AnalysisDock):
         self.available = False       # read by the View menu (app/view_menu.py ``applies``)
         self._identity = None        # id() of the model the record is of
         self._drawn = None           # the key of what was drawn last
+        self.canvas = None           # the plot canvas, made with the plots
+        self._plot_iter = None       # the steps making the plots, shared by ``_plots`` and ``stage_for``
+        self.plots_made = False
+
+    def applies_to(self, model_class) -> bool:
+        """Whether models of ``model_class`` have what this dock shows."""
+        raise NotImplementedError
+
+    def _plot_steps(self):
+        """Make the canvas (``self.canvas``) and its plots, yielding after each piece."""
+        raise NotImplementedError
 
     def _plots(self) -> None:
-        raise NotImplementedError
+        """Make the plots now (what was not made ahead yet)."""
+        for _ in self._plot_pieces():
+            pass
+
+    def _plot_pieces(self):
+        if self._plot_iter is None:
+            self._plot_iter = self._made_and_warmed()
+        return self._plot_iter
+
+    def _made_and_warmed(self):
+        with one_font_manager() as fonts:
+            pieces = self._plot_steps()
+        while True:                   # each piece's text shares the one font manager (glyphs rendered once)
+            with one_font_manager(fonts):
+                try:
+                    what = next(pieces)
+                except StopIteration:
+                    break
+            yield what
+        self.plots_made = True
+        yield from self._warm_steps()
+
+    def _warm_steps(self):
+        """Draw each visual of the (hidden) canvas once offscreen, so the first draw on screen finds its shaders
+        compiled and its glyphs uploaded. A canvas never shown has no GL context yet: grabbing its (empty,
+        small) framebuffer makes one first; until then its visuals must not be drawn (they would be made in
+        another canvas's context)."""
+        canvas = self.canvas
+        native = canvas.native
+        if not hasattr(native, "grabFramebuffer") or not self.window_is_shown():
+            return
+        if not native.isVisible():
+            scene_visible = canvas.scene.visible
+            canvas.scene.visible = False          # the grab only makes the context: nothing drawn yet
+            try:
+                native.grabFramebuffer()
+            finally:
+                canvas.scene.visible = scene_visible
+            yield "context"
+        for drawn in warm_up_steps(canvas, canvas.scene):
+            yield f"drew {drawn}"
+
+    def window_is_shown(self) -> bool:
+        top = self.parentWidget()
+        return top is not None and top.isVisible()
+
+    def stage_for(self, model_class):
+        """The steps that make this dock's plots ahead for a coming ``model_class`` model (None: it does not
+        apply, or they are made)."""
+        if self.plots_made or not self.applies_to(model_class):
+            return None
+        return self._plot_pieces()
 
     def _take(self, model):
         raise NotImplementedError
@@ -137,7 +210,13 @@ class CapabilityDock(AnalysisDock):
                 if self.RAISE_WHEN_AVAILABLE:
                     self.raise_()
         if not available and not self.isHidden():
+            on_top = self.on_screen()
             self.hide()
+            plots = getattr(self.window, "plot_dock", None)
+            if on_top and isinstance(plots, QtWidgets.QDockWidget):
+                # the live plots take its place, not whichever tab Qt picks (a dock shown for the first time
+                # draws its canvas for the first time: hundreds of ms on a software renderer)
+                plots.raise_()
 
     def _draw_now(self) -> None:
         self.refresh(force=True)
@@ -185,6 +264,9 @@ def install_dock(window, panel: AnalysisDock, attribute: str, area=RIGHT, *,
         plots.raise_()
     if isinstance(panel, CapabilityDock):
         panel.hide()
+        staging = getattr(window, "staging", None)
+        if staging is not None and hasattr(staging, "followers"):
+            staging.followers.append((attribute, panel.stage_for))   # its plots made ahead for a coming model
         QtCore.QTimer.singleShot(0, panel.refresh)   # after the window restored its layout
     if stop_with_window:
         window.installEventFilter(panel)

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6 import QtWidgets
 
-from latticelab.app.analysis_dock import RIGHT, CapabilityDock, info_label, install_dock, make_canvas
+from latticelab.app.analysis_dock import RIGHT, CapabilityDock, class_has, info_label, install_dock, make_canvas
 from latticelab.render.interface_view import InterfaceView
-from latticelab.render.plots import one_font_manager
 from latticelab.render.signal_plots import CoarseningPlot
 from latticelab.sim.analysis.marching_cubes import Mesh, marching_cubes
 from latticelab.sim.backend import to_numpy
@@ -140,15 +139,18 @@ class CoarseningPanel(CapabilityDock):
         layout.addWidget(self.interface_info)
 
     # ==== the model ============================================================================
-    def _plots(self) -> None:
-        """The plot canvas, made once: axes and text cost a second or more on software GL, which a window that
-        never runs a coarsening model need not pay."""
-        if self.canvas is not None:
-            return
-        with one_font_manager():
-            self.canvas = make_canvas("coarsening_canvas", (420, 320), (280, 200))
-            self.plot = CoarseningPlot(self.canvas.central_widget.add_grid(spacing=2, margin=4), "length", 1 / 3)
+    def applies_to(self, model_class) -> bool:
+        return class_has(model_class, HasCoarsening, HasInterface)
+
+    def _plot_steps(self):
+        """The plot canvas, made once (``_plots``, or ahead: ``stage_for``): axes and text cost a second or more
+        on software GL, which a window that never runs a coarsening model need not pay."""
+        self.canvas = make_canvas("coarsening_canvas", (420, 320), (280, 200))
+        grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
         self._layout.insertWidget(0, self.canvas.native, 1)
+        yield "canvas"
+        self.plot = CoarseningPlot(grid, "length", 1 / 3)
+        yield "length plot"
 
     def _make_interface_canvas(self) -> None:
         if self.interface_canvas is not None:

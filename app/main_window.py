@@ -502,6 +502,7 @@ class MainWindow(QtWidgets.QMainWindow):
                               x_label=cls.time_label, fonts=self._plot_fonts, build=False)
             self._plot_sets[cls] = plots
             self.staging.add(("plots", cls.name), self._plot_signals_blocked(plots.stage(self.plot_canvas, True)))
+        self.staging.add_followers(cls)      # the analysis docks' plots for it (app/analysis_dock.py)
         if not self.timer.isActive():
             self.timer.start()
 

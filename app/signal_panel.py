@@ -17,8 +17,7 @@ import logging
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from latticelab.app.analysis_dock import RIGHT, CapabilityDock, info_label, install_dock, make_canvas
-from latticelab.render.plots import one_font_manager
+from latticelab.app.analysis_dock import RIGHT, CapabilityDock, class_has, info_label, install_dock, make_canvas
 from latticelab.render.signal_plots import (EEG_COLOUR, PROBE_COLOUR, RATE_COLOURS, PeriodogramPlot,
                                             TimePlot)
 from latticelab.sim.analysis import qeeg
@@ -157,22 +156,27 @@ class SignalPanel(CapabilityDock):
         return table
 
     # ==== the model ============================================================================
-    def _plots(self) -> None:
-        """Make the canvas and its plots, once: text and axes cost a second or more on software GL, which a
-        window that never runs a model with a signal need not pay."""
-        if self.canvas is not None:
-            return
-        with one_font_manager():
-            self.canvas = make_canvas("signal_canvas", (420, 620), (300, 360))
-            grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
-            self.signal_plot = TimePlot(grid.add_grid(row=0, col=0), "signal", "time (ms)", "mV",
-                                        {"signal": EEG_COLOUR})
-            self.spectrum_plot = PeriodogramPlot(grid.add_grid(row=1, col=0), SPECTRUM_MAX_HZ, "mV")
-            self.probe_plot = TimePlot(grid.add_grid(row=2, col=0), "picked cell", "time (ms)", "mV",
-                                       {"probe": PROBE_COLOUR})
-            self.rate_plot = TimePlot(grid.add_grid(row=3, col=0), "firing rate", "time (ms)", "Hz per cell",
-                                      {i: c for i, c in enumerate(RATE_COLOURS)})
+    def applies_to(self, model_class) -> bool:
+        return class_has(model_class, HasSignal)
+
+    def _plot_steps(self):
+        """Make the canvas and its plots, a plot per step, once (``_plots``, or ahead: ``stage_for``): text and
+        axes cost a second or more on software GL, which a window that never runs a model with a signal need
+        not pay."""
+        self.canvas = make_canvas("signal_canvas", (420, 620), (300, 360))
+        grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
         self._layout.insertWidget(0, self.canvas.native, 1)
+        yield "canvas"
+        self.signal_plot = TimePlot(grid.add_grid(row=0, col=0), "signal", "time (ms)", "mV", {"signal": EEG_COLOUR})
+        yield "signal plot"
+        self.spectrum_plot = PeriodogramPlot(grid.add_grid(row=1, col=0), SPECTRUM_MAX_HZ, "mV")
+        yield "periodogram"
+        self.probe_plot = TimePlot(grid.add_grid(row=2, col=0), "picked cell", "time (ms)", "mV",
+                                   {"probe": PROBE_COLOUR})
+        yield "probe plot"
+        self.rate_plot = TimePlot(grid.add_grid(row=3, col=0), "firing rate", "time (ms)", "Hz per cell",
+                                  {i: c for i, c in enumerate(RATE_COLOURS)})
+        yield "rate plot"
 
     def _set_available(self, model) -> None:
         """Shown (and raised) when a model with a signal arrives; hidden for one without."""

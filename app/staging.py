@@ -29,6 +29,9 @@ class Staging:
         self.slices = 0                     # slices run since the window started
         self.longest = (0.0, None, "")
         self.log: list[tuple[int, object, str]] = []
+        # (name, stage_for): what else the window shows of a model, made ahead too (the analysis docks' plots,
+        # app/analysis_dock.py); ``stage_for(model_class)`` returns its steps, or None when nothing is to make
+        self.followers: list[tuple[str, object]] = []
 
     @property
     def busy(self) -> bool:
@@ -45,6 +48,16 @@ class Staging:
         if not self._tasks:
             self.log, self.longest = [], (0.0, None, "")
         self._tasks.append((key, iter(steps)))
+
+    def add_followers(self, model_class) -> None:
+        """Queue what each follower makes ahead for a coming ``model_class`` model."""
+        for name, stage_for in self.followers:
+            try:
+                steps = stage_for(model_class)
+            except Exception as exc:     # the swap makes it then, and reports what fails
+                log.warning("making %s ahead failed: %s: %s", name, type(exc).__name__, exc)
+                continue
+            self.add((name, model_class.name), steps)
 
     def run_slice(self, budget: float = SLICE_S) -> bool:
         """Run steps until ``budget`` seconds are spent (at least one step); True when nothing is left."""

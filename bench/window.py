@@ -35,6 +35,9 @@ def add_arguments(parser) -> None:
                         help="build every new model on the worker, as on a device (a CPU dry run of the switches)")
     parser.add_argument("--profile", action="store_true",
                         help="print where the window's time goes during the 2D adaptive run (cProfile)")
+    parser.add_argument("--trace", action="store_true",
+                        help="for each switch, list what ran on the GUI thread in every tick gap over 50 ms "
+                             "(bench/window_trace.py; slows every event a little)")
 
 
 class WindowProbe:
@@ -101,6 +104,11 @@ def timed_switch(window, probe, label: str, change, after: float = 0.5) -> dict:
               "longest_draw_gap_ms": 1000 * probe.longest_draw_gap(since, until),
               "model": window.model.name, "shape": list(window.model.shape)}
     result.update(swap_split(window, swap_before))
+    tracer = getattr(probe, "tracer", None)
+    if tracer is not None:
+        result["trace"] = tracer.report(probe.ticks, since, until)
+        print(f"{label}: longest tick gap {result['longest_tick_gap_ms']:.0f} ms")
+        print("\n".join(result["trace"]), flush=True)
     return result
 
 
@@ -248,14 +256,24 @@ def main(args) -> int:
     if backend.is_gpu:
         import cupy
         sync = cupy.cuda.Device().synchronize
-    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
+    tracer = None
+    if args.trace:
+        from latticelab.bench.window_trace import Tracer, traced_application
+        tracer = Tracer()
+        tracer.install_classes()
+    app = QtWidgets.QApplication.instance() or (traced_application(tracer) if tracer else QtWidgets.QApplication([]))
     window = MainWindow("ising", {"dim": 2, "L": 64, "algorithm": "metropolis"}, Preferences(None),
                         interactive=False, backend=args.backend)
     window.resize(width, height)
     if args.background_builds:
         window.background_builds = True
     window.show()
+    from latticelab.app.gui import freeze_after_start
+    freeze_after_start(window)     # as the application does after start-up
     probe = WindowProbe(window)
+    if tracer is not None:
+        tracer.install_window(window)
+        probe.tracer = tracer
     wait_events(0.5)
     renderer = window.lattice_canvas.context.shared.parser.capabilities.get("gl_renderer", "?") \
         if hasattr(window.lattice_canvas.context.shared.parser, "capabilities") else "?"

@@ -382,6 +382,6 @@ def one_font_manager(shared=None):
     original = vispy_text.FontManager
     vispy_text.FontManager = lambda method="cpu": shared
     try:
-        yield
+        yield shared
     finally:
         vispy_text.FontManager = original

@@ -1,0 +1,115 @@
+"""What the GUI thread did in the long gaps between frame ticks (``latticelab bench window --trace``).
+
+The application object's ``notify`` is wrapped so that every event the event loop delivers at the top level
+(timers, paints, posted calls) is timed with its receiver; a few inner parts are timed as well (each VisPy
+canvas's scene draw, the window's frame tick and swap, the docks' refreshes, the staging slices) and so are the
+garbage collector's runs. For a gap the report lists what ran inside it, longest first. A diagnostic: it costs
+a little on every event, so the figures of a traced run are not the ones to publish.
+"""
+from __future__ import annotations
+
+import gc
+import time
+from contextlib import contextmanager
+
+
+class Tracer:
+    def __init__(self):
+        self.spans: list[tuple[float, float, int, str]] = []   # (start, end, depth, label)
+        self._depth = 0
+        self._gc_start = None
+
+    # ---- recording -----------------------------------------------------------------------------
+    @contextmanager
+    def span(self, label: str):
+        start = time.perf_counter()
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            self.spans.append((start, time.perf_counter(), self._depth, label))
+
+    def wrap(self, owner, name: str, label=None) -> None:
+        """Time ``owner.name`` (a class or an instance attribute) under ``label`` (a string or a function of
+        the call's first argument)."""
+        original = getattr(owner, name)
+        tracer = self
+
+        def timed(*args, **kwargs):
+            text = label(args[0]) if callable(label) else (label or name)
+            with tracer.span(text):
+                return original(*args, **kwargs)
+        setattr(owner, name, timed)
+
+    def _gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        elif self._gc_start is not None:
+            self.spans.append((self._gc_start, time.perf_counter(), self._depth,
+                               f"gc gen{info.get('generation')} ({info.get('collected', 0)} freed)"))
+            self._gc_start = None
+
+    def install_classes(self) -> None:
+        """Patch classes before the window is made (bound methods connected at construction see these)."""
+        from vispy import scene
+
+        from latticelab.app.analysis_dock import CapabilityDock
+        self.wrap(scene.SceneCanvas, "_draw_scene", lambda c: f"draw {c.native.objectName() or 'canvas'}")
+        self.wrap(CapabilityDock, "refresh", lambda d: f"refresh {d.objectName()}")
+        gc.callbacks.append(self._gc)
+
+    def install_window(self, window) -> None:
+        self.wrap(window, "_frame", "frame tick")
+        self.wrap(window, "_poll_preparation", "poll/swap")
+        self.wrap(window, "_update_plots", "live plots update")
+        staging = window.staging
+        original = staging.run_slice
+        tracer = self
+
+        def traced_slice(*args, **kwargs):
+            n = len(staging.log)
+            with tracer.span("staging slice") :
+                result = original(*args, **kwargs)
+            steps = staging.log[n:]
+            if steps:
+                tracer.spans[-1] = tracer.spans[-1][:3] + (
+                    f"staging slice: {len(steps)} steps, last {steps[-1][1]} {steps[-1][2]}",)
+            return result
+        staging.run_slice = traced_slice
+
+    # ---- reporting -----------------------------------------------------------------------------
+    def report(self, ticks: list[float], since: float, until: float, threshold_s: float = 0.05,
+               top: int = 8) -> list[str]:
+        """Lines describing each gap between ``ticks`` over [since, until] longer than ``threshold_s``."""
+        points = [t for t in ticks if t < since][-1:] + [t for t in ticks if since <= t <= until] + [until]
+        lines = []
+        for a, b in zip(points, points[1:]):
+            if b - a <= threshold_s:
+                continue
+            inside = [s for s in self.spans if s[1] > a and s[0] < b]
+            inside.sort(key=lambda s: s[0] - s[1])
+            lines.append(f"gap {1000 * (b - a):.0f} ms:")
+            for start, end, depth, label in inside[:top]:
+                lines.append(f"    {1000 * (end - start):7.1f} ms  {'  ' * depth}{label}")
+        return lines
+
+
+def traced_application(tracer: Tracer):
+    """A QApplication whose ``notify`` times each top-level event (receiver and event type)."""
+    from PySide6 import QtCore, QtWidgets
+
+    class TracedApplication(QtWidgets.QApplication):
+        def notify(self, receiver, event):
+            if tracer._depth:
+                return super().notify(receiver, event)
+            kind = event.type()
+            name = type(receiver).__name__
+            if isinstance(receiver, QtCore.QObject):
+                name += f" {receiver.objectName()}" if receiver.objectName() else ""
+                parent = receiver.parent()
+                if parent is not None and not receiver.objectName():
+                    name += f" (in {type(parent).__name__} {parent.objectName()})"
+            with tracer.span(f"{getattr(kind, 'name', kind)} -> {name}"):
+                return super().notify(receiver, event)
+    return TracedApplication([])

@@ -1,0 +1,106 @@
+"""The analysis docks of the next model are made ahead too (app/analysis_dock.py ``stage_for``, app/staging.py
+followers): their plots a piece per staging step and each visual drawn once offscreen, all before the swap;
+a dock that goes away gives its place to the live plots; and the collector's start-up freeze (app/gui.py)
+lets go of a first model that sits in a reference cycle. Nothing here is timed: steps and slices are counted.
+"""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+
+@pytest.fixture
+def window(make_window):
+    w = make_window(running=True)
+    w.background_builds = True
+    return w
+
+
+def switch_and_record(window, qtbot, monkeypatch, name: str) -> dict:
+    """Switch to ``name`` on the worker; what the signal and coarsening docks had when the swap began."""
+    seen = {}
+    after = window._after_model_change
+
+    def recorded():
+        for attribute in ("signal_panel", "coarsening_panel"):
+            panel = getattr(window, attribute)
+            seen[attribute] = {"made": panel.plots_made, "canvas": panel.canvas, "shown": panel.isVisible()}
+        seen["staging_busy"] = window.staging.busy
+        return after()
+
+    monkeypatch.setattr(window, "_after_model_change", recorded)
+    assert window.switch_model(name)
+    qtbot.waitUntil(lambda: window.model.name == name, timeout=90000)
+    monkeypatch.setattr(window, "_after_model_change", after)
+    return seen
+
+
+def steps_of(window, key) -> list[tuple[int, str]]:
+    return [(number, what) for number, k, what in window.staging.log if k == key]
+
+
+@pytest.mark.parametrize("model, attribute", [("cortex", "signal_panel"), ("cahn-hilliard", "coarsening_panel")])
+def test_a_model_docks_plots_are_made_and_drawn_ahead_of_the_swap(window, qtbot, monkeypatch, model, attribute):
+    panel = getattr(window, attribute)
+    assert panel.canvas is None and not panel.plots_made
+    seen = switch_and_record(window, qtbot, monkeypatch, model)
+    # at the swap the dock's plots were made, while the dock itself was still hidden
+    assert not seen["staging_busy"]
+    assert seen[attribute]["made"] and seen[attribute]["canvas"] is not None and not seen[attribute]["shown"]
+    steps = steps_of(window, (attribute, model))
+    whats = [what for _number, what in steps]
+    assert "canvas" in whats
+    # its canvas got a GL context of its own, then every visual was drawn once into an offscreen buffer
+    assert "context" in whats
+    drawn = [w for w in whats if w.startswith("drew ")]
+    assert any("Label" in w for w in drawn) and any("AxisWidget" in w for w in drawn)
+    # the making was split: several steps, over several frame-loop slices
+    assert len(steps) >= 6 and len({number for number, _what in steps}) >= 3
+    # the swap showed the dock with the canvas made ahead (not a new one)
+    qtbot.waitUntil(lambda: panel.isVisible(), timeout=10000)
+    assert panel.canvas is seen[attribute]["canvas"]
+    # the other dock was not made for a model it does not apply to
+    other = "coarsening_panel" if attribute == "signal_panel" else "signal_panel"
+    assert not steps_of(window, (other, model)) and getattr(window, other).canvas is None
+
+
+def test_a_dock_on_top_that_goes_away_gives_its_place_to_the_live_plots(window, qtbot, monkeypatch):
+    switch_and_record(window, qtbot, monkeypatch, "cortex")
+    panel = window.signal_panel
+    qtbot.waitUntil(lambda: panel.on_screen(), timeout=10000)     # raised when its model arrives
+    switch_and_record(window, qtbot, monkeypatch, "ising")
+    qtbot.waitUntil(lambda: panel.isHidden(), timeout=10000)
+    qtbot.waitUntil(lambda: window._plots_on_screen(), timeout=10000)
+
+
+def test_switching_back_makes_nothing_again(window, qtbot, monkeypatch):
+    switch_and_record(window, qtbot, monkeypatch, "cortex")
+    canvas = window.signal_panel.canvas
+    switch_and_record(window, qtbot, monkeypatch, "ising")
+    assert window.signal_panel.stage_for(type(window.model)) is None      # not for the Ising model
+    seen = switch_and_record(window, qtbot, monkeypatch, "cortex")
+    assert seen["signal_panel"]["made"]
+    assert window.signal_panel.canvas is canvas
+
+
+def test_the_start_up_freeze_lets_go_of_a_first_model_in_a_reference_cycle(make_window, qtbot):
+    from latticelab.app.gui import freeze_after_start
+    window = make_window(running=False)
+    window.background_builds = False
+    first = window.model
+    first._cycle = first               # only the cycle collector could free it
+    gone = weakref.ref(first)
+    del first
+    try:
+        freeze_after_start(window)
+        assert gc.get_freeze_count() > 0
+        assert window.switch_model("cahn-hilliard")
+        qtbot.waitUntil(lambda: gone() is None, timeout=20000)
+        assert gc.get_freeze_count() > 0            # frozen again after that one collection
+    finally:
+        gc.unfreeze()
