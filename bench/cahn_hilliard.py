@@ -40,7 +40,9 @@ microseconds per adaptive spectral-bdf2 step, its baseline the fixed step's, and
 has for each integrator the fixed step, the adaptive step through ``step(n)`` and through ``advance_to`` (the
 path of ``bench ch-accuracy``), the adaptive control alone (``control_only_us``: the statistics of one step and
 the next dt) and, on a GPU, the earlier path of the control (CuPy array reductions, ``fused_change`` off) timed
-the same way in the same run.
+the same way in the same run, and (``host_control_*``) the control on the host with the fused reduction (one
+synchronisation per step; the model's ``device_control`` off) -- by default the adaptive steps of the direct GPU
+path are decided on the device and read back once per chunk of steps.
 
 ``--backend numpy --small``: a CPU smoke run of every code path at tiny sizes (the tests use it).
 """
@@ -148,15 +150,16 @@ class PlainSpectral:
 def bytes_per_step(kind: str, shape: tuple, itemsize: int) -> int:
     """The least a step must move: finite differences 5 grids (stage 1 reads phi and writes half, stage 2 reads
     phi and half and writes the new field; stencil neighbours from cache); spectral 4 real grids (nonlinear term
-    in and out, inverse transform out, forward transform in) plus 11 half-spectrum grids of reals (forward out 2,
-    update in 2 + 2 + k^2 1 and out 2, inverse in 2); the second-order step (``spectral-bdf2``) reads the
-    previous step's phi_hat and N_hat too: 15. (The direct cuFFT path writes the update twice, once scaled for
-    the inverse transform to destroy: 2 more than this least.)"""
+    in and out, inverse transform out, forward transform in) plus 10 half-spectrum grids of reals (forward out 2,
+    update in 2 + 2 and out 2, inverse in 2; k^2 comes from the index, ch_spectral.cu); the second-order step
+    (``spectral-bdf2``) reads the previous step's phi_hat and N_hat too: 14. (The direct cuFFT path writes the
+    update twice, once scaled for the inverse transform to destroy: 2 more than this least; the earlier cupyx
+    path reads a k^2 grid too.)"""
     n = int(np.prod(shape))
     if kind == "fd":
         return 5 * n * itemsize
     half = int(np.prod(shape[:-1])) * (shape[-1] // 2 + 1)
-    return (4 * n + (15 if kind == "spectral-bdf2" else 11) * half) * itemsize
+    return (4 * n + (14 if kind == "spectral-bdf2" else 10) * half) * itemsize
 
 
 def _timed_steps(model, xp, steps: int, repeats: int) -> dict:
@@ -377,10 +380,14 @@ def time_adaptive_steps(backend, integrator: str, L: int | None, steps: int, rep
         model.step(max(2, steps // 4))
         return model
 
-    paths = [("", True)] + ([("previous_path_", False)] if backend.is_gpu else [])
-    for prefix, fused in paths:
+    # on a GPU also the control on the host (one synchronisation per step through the fused reduction) and the
+    # earlier control path (CuPy array reductions), both timed the same way in the same run
+    paths = [("", True, True)] + ([("host_control_", True, False), ("previous_path_", False, False)]
+                                  if backend.is_gpu else [])
+    for prefix, fused, on_device in paths:
         model = adaptive_model()
         model.fused_change = fused
+        model.device_control = on_device
         model.step(2)
         out[prefix + "adaptive_step_us"] = _us_per_step(xp, model, lambda: model.step(steps), repeats)
         # advance_to: the adaptive steps of bench ch-accuracy (its last step shortened, no adaptation there)
@@ -402,6 +409,8 @@ def time_adaptive_steps(backend, integrator: str, L: int | None, steps: int, rep
         out[prefix + "dt_after"] = model.dt_current
     out["adaptive_over_fixed"] = round(out["adaptive_step_us"] / out["fixed_us"], 3)
     out["adaptive_overhead_us"] = round(out["adaptive_step_us"] - out["fixed_us"], 2)
+    if "host_control_adaptive_step_us" in out:
+        out["host_control_adaptive_over_fixed"] = round(out["host_control_adaptive_step_us"] / out["fixed_us"], 3)
     if "previous_path_adaptive_step_us" in out:
         out["previous_path_adaptive_over_fixed"] = round(out["previous_path_adaptive_step_us"] / out["fixed_us"], 3)
     free_memory(xp)
@@ -457,7 +466,9 @@ def _run_and_say(backend, name: str, args, bandwidth: float) -> dict:
     if spec["kind"] == "adaptive":
         case = run_adaptive_case(backend, name, spec, args)
         for integrator, r in case["details"]["per_integrator"].items():
-            earlier = (f"; earlier control {r['previous_path_adaptive_step_us']} us/step"
+            earlier = (f"; control on the host {r['host_control_adaptive_step_us']} us/step (advance_to "
+                       f"{r['host_control_adaptive_advance_to_us']}), earlier control "
+                       f"{r['previous_path_adaptive_step_us']} us/step"
                        if "previous_path_adaptive_step_us" in r else "")
             print(f"  {case['case']} {integrator}: fixed {r['fixed_us']} us/step, adaptive {r['adaptive_step_us']} "
                   f"(advance_to {r['adaptive_advance_to_us']}, control alone {r['control_only_us']}) us/step, "

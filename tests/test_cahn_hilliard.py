@@ -9,8 +9,8 @@
 - finite differences and the spectral solver give the same free-energy curve;
 - PFHub benchmark 1: F(0) from the formula, and one step in PFHub's own variables equals ours (the mapping);
 - bad parameters (unstable dt, phi0 outside [-1, 1]) are refused by name and leave a running model as it was;
-- every CUDA stage kernel (row-blocked, shared-memory tiled, cache-read) equals its NumPy twin, on grids smaller
-  and larger than a tile (CPU emulator; and on a GPU, marked gpu); the GPU stepper writes into two kept buffers
+- every CUDA stage kernel (row-blocked, cache-read) equals its NumPy twin, on grids smaller
+  and larger than a block or strip (CPU emulator; and on a GPU, marked gpu); the GPU stepper writes into two kept buffers
   (more sizes for the row-blocked kernel in test_cahn_hilliard_fd_kernels.py);
 - save / resume is exact for the spectral integrator with adaptive steps and thermal noise;
 - slow: the coarsening length grows as t^(1/3) in 2D.
@@ -296,7 +296,7 @@ def test_phi0_outside_the_interval_is_refused_and_the_model_kept():
 
 
 # ---- the CUDA kernel against its twin --------------------------------------------------------------------
-# grids smaller than a tile (32 x 16, 32 x 4 x 4), whole tiles, and partial tiles at the far edges
+# small grids, and grids that end mid-block (flat launch of 256 threads; the row-blocked strips of 30 columns)
 KERNEL_CASES = {"emulator": [(2, 7), (2, 16), (2, 37), (3, 5), (3, 9)],
                 "cuda": [(2, 7), (2, 300), (3, 5), (3, 70)]}
 

@@ -9,7 +9,8 @@ sim/models/cahn_hilliard/spectral.py): SBDF2 with the stabiliser S (phi' - phi*)
 - save / resume is exact (the previous step's phi_hat and N_hat are part of the state); a state without them
   (written before this integrator existed, or after a restart) resumes with a first-order step;
 - the CuPy path with cuFFT plans called directly follows the NumPy path (GPU, marked gpu), and its buffer
-  handling (which array each pass writes) follows it on the CPU with NumPy stand-ins for the CuPy pieces.
+  handling (which array each pass writes) follows it on the CPU with NumPy transforms and the CPU emulator's
+  kernels (kernels/ch_spectral.cu; their own tests are in test_cahn_hilliard_spectral_kernels.py).
 """
 from __future__ import annotations
 
@@ -225,11 +226,14 @@ def test_changing_the_equation_restarts_at_first_order():
 
 # ---- the CuPy path ---------------------------------------------------------------------------------------
 class NumpyStandIns:
-    """The CuPy-only pieces of the direct path written with NumPy: the same formulas, so the stepper's buffer
-    handling (what each pass writes where, the 1/n scaling, which arrays survive) is checked on the CPU."""
+    """The direct path on the CPU: cuFFT's plans replaced by NumPy transforms (the inverse unnormalised and
+    destroying its input, as C2R does) and the CUDA kernels of ch_spectral.cu run on the CPU emulator, so the
+    stepper's buffer handling (what each pass writes where, the 1/n scaling, which arrays survive) is checked."""
 
     @staticmethod
-    def install(stepper: SpectralStepper, monkeypatch):
+    def install(stepper: SpectralStepper, monkeypatch=None):
+        from latticelab.sim.models.cahn_hilliard.spectral import SpectralKernels
+        from helpers import device_xp
         shape = stepper.shape
 
         class Direct:
@@ -242,32 +246,10 @@ class NumpyStandIns:
                 x[...] = np.nan                                             # C2R may destroy its input
                 return out
 
-        def nonlinear(p, u, bs, out=None):
-            value = u * p * p * p - bs * p
-            if out is None:
-                return value
-            out[...] = value
-            return out
-
-        def direct_update(ph, nh, k2, dtm, stab, grad, inv_n, out, scaled):
-            a = dtm * k2
-            out[...] = (ph - nh * a) / (1 + a * (stab + grad * k2))
-            scaled[...] = out * inv_n
-
-        def bdf2(noisy):
-            def kernel(ph, pm, nh, nm, *rest):
-                eta, rest = (rest[0], rest[1:]) if noisy else (0, rest)
-                k2, dtm, stab, grad, c, g, e0, e1, inv_n, out, scaled = rest
-                a, d = dtm * k2, stab + grad * k2
-                out[...] = ph + (g * (ph - pm) - a * (d * ph + (e0 * nh - e1 * nm)) + eta) / (c + a * d)
-                scaled[...] = out * inv_n
-            return kernel
-
         stepper.direct, stepper.gpu = True, True
         stepper.fft = __import__("scipy.fft", fromlist=["fft"])
         stepper._direct_fft = Direct()
-        stepper._kernels = (nonlinear, direct_update, None)
-        monkeypatch.setattr(stepper, "_bdf2_kernel", bdf2)
+        stepper.spectral_kernels = SpectralKernels(device_xp("emulator"), shape, stepper.dtype, stepper.dx)
 
 
 @pytest.mark.parametrize("integrator", SPECTRAL)
@@ -275,7 +257,7 @@ def test_the_direct_path_buffers_follow_the_numpy_path(integrator, monkeypatch):
     values = dict(L=16, integrator=integrator, dt=0.3, noise=0.2, thermal=0.01, time_step="adaptive",
                   max_change=0.05, seed=3)
     plain, direct = make(**values), make(**values)
-    NumpyStandIns.install(direct._spectral_stepper(), monkeypatch)
+    NumpyStandIns.install(direct._spectral_stepper(), monkeypatch)       # noisy: the per-step host control
     seen = set()
     for _ in range(12):
         plain.step(1)

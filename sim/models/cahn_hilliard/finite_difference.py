@@ -7,7 +7,7 @@
 lap_h is the (2 dim + 1)-point Laplacian, periodic or mirror (zero-flux: the ghost cell beyond a wall equals
 the cell inside it). ``rk2_stage_twin`` is one stage in NumPy/CuPy array operations, in the same floating-point
 order as the CUDA kernels of kernels/ch_rk2.cu (``CudaStage``; variants in KERNELS: row-blocked with warp
-shuffles, shared-memory tiled, cache-read; the GPU path runs DEFAULT_KERNEL, the benchmark times them all);
+shuffles, cache-read; the GPU path runs DEFAULT_KERNEL, the benchmark times them all);
 tests compare them. On the GPU a step
 writes into two kept buffers in turn (``FiniteDifferenceStepper``): the half-step field and the new field are
 never allocated during a run.
@@ -24,7 +24,6 @@ from latticelab.sim.models.cahn_hilliard import KERNEL_DIR
 
 KERNEL_FILE = KERNEL_DIR / "ch_rk2.cu"
 THREADS = 256                                  # the cache-read kernel's block (flat launch)
-TILES = {2: (32, 16, 1), 3: (32, 4, 4)}        # the tiled kernel's block = its tile of cells (x, y, z): ChTile
 
 
 def _real(xp, dtype):
@@ -80,10 +79,9 @@ def rk2_stage_twin(shifts: Shifts, base, evaluated, b, u, K, inv_dx2, hm):
 #             rows and mu in registers, mu once per cell plus 2 halo rows) and warp shuffles along x; 2D/3D grid,
 #             no div/mod, no shared memory
 #   "rows16"  the same with 16 rows per warp (less halo work, half as many threads)
-#   "tiled"   ch_rk2_stage_tiled: shared-memory tiles (phi on the tile + 2, mu on the tile + 1)
 #   "cache"   ch_rk2_stage: one thread per cell, flat launch, mu recomputed at the cell and its 2*DIM neighbours
 #             from phi read through the L1/L2 caches
-KERNELS = ("rows", "rows16", "tiled", "cache")
+KERNELS = ("rows", "rows16", "cache")
 DEFAULT_KERNEL = "rows"                   # the one expected fastest; the H100 bench decides
 ROWS = {"rows": 8, "rows16": 16}          # rows per warp of the row-blocked kernel (template parameter R)
 ROWS_WARPS, ROWS_OUT = 4, 30              # its block: 32 x ROWS_WARPS threads; columns a warp writes (CH_ROWS_*)
@@ -101,8 +99,7 @@ def kernel_name(dtype, dim: int, boundary: str, kernel: str = DEFAULT_KERNEL) ->
     _check_kernel(kernel)
     if kernel in ROWS:
         return f"ch_rk2_stage_rows<{real}, {dim}, {mirror}, {ROWS[kernel]}>"
-    name = "ch_rk2_stage_tiled" if kernel == "tiled" else "ch_rk2_stage"
-    return f"{name}<{real}, {dim}, {mirror}>"
+    return f"ch_rk2_stage<{real}, {dim}, {mirror}>"
 
 
 def variant_kernels(kernel: str) -> tuple[str, ...]:
@@ -112,13 +109,6 @@ def variant_kernels(kernel: str) -> tuple[str, ...]:
 
 
 ALL_KERNELS = tuple(name for k in KERNELS for name in variant_kernels(k))
-
-
-def tiled_launch(dim: int, L: int) -> tuple[tuple, tuple]:
-    """(grid, block) of the tiled kernel: one block of TILES[dim] threads per tile of as many cells."""
-    block = TILES[dim]
-    tiles = tuple((L + t - 1) // t for t in block[:dim]) + (1,) * (3 - dim)
-    return tiles, block
 
 
 def rows_launch(dim: int, L: int, rows: int) -> tuple[tuple, tuple]:
@@ -132,8 +122,6 @@ def launch(kernel: str, dim: int, L: int) -> tuple[tuple, tuple]:
     """(grid, block) of a stage kernel variant on an L^dim grid."""
     if kernel in ROWS:
         return rows_launch(dim, L, ROWS[kernel])
-    if kernel == "tiled":
-        return tiled_launch(dim, L)
     return ((L ** dim + THREADS - 1) // THREADS,), (THREADS,)
 
 

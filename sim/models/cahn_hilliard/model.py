@@ -22,6 +22,14 @@ pinned host memory, the step's only host synchronisation; on NumPy from array re
 maxima are exact either way, so both give the same dt sequence. A run of adaptive steps learns from the same
 statistics that the field stayed finite, so ``step(n)`` then skips its own finiteness check.
 
+On the direct GPU path without thermal noise (periodic grids; ``device_control``) the control runs on the
+device instead (spectral.DeviceControl): runs of up to CONTROL_CHUNK steps are enqueued without a host
+synchronisation -- each step's nonlinear pass reduces the previous step's statistics and its update computes the
+step's dt from them exactly as ``adapted_dt`` does -- and the dt log and the last step's statistics are read back
+once at the end of the run, where the host replays the clock (the same additions in the same order). A step per
+launch fewer (no separate reduction) and no synchronisation per step; the same fields and dt sequence.
+``advance_to`` runs such chunks while they cannot reach the landing step (dt grows by at most GROWTH per step).
+
 Thermal noise (Cahn-Hilliard-Cook): in each step phi gains dt-integrated random fluxes across every cell face,
 dphi_i = sigma sum_a (zeta_{a, i+1/2} - zeta_{a, i-1/2}), sigma = sqrt(2 m theta dt / dx^d) / dx, zeta standard
 normal (no flux through mirror walls); added after the finite-difference step, and on the explicit side of the
@@ -44,7 +52,7 @@ from latticelab.sim.models.cahn_hilliard import KERNEL_DIR
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
 from latticelab.sim.models.cahn_hilliard.params import SPECTRAL, CahnHilliardParams, phase_amplitude
 from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi
-from latticelab.sim.models.cahn_hilliard.spectral import History, SpectralStepper, stabiliser
+from latticelab.sim.models.cahn_hilliard.spectral import DeviceControl, History, SpectralStepper, stabiliser
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
 from latticelab.sim.rng import StreamRNG
@@ -67,6 +75,7 @@ CHANGE_THREADS = 256       # CH_CHANGE_THREADS of ch_change.cu
 CHANGE_CELLS_PER_THREAD = 4    # at least, before the grid is capped
 CHANGE_MAX_BLOCKS = 1024
 CHANGE_KERNELS = ("ch_change<float>", "ch_change<double>")
+CONTROL_CHUNK = 4096           # most steps decided on the device between two host synchronisations
 _SIGN = 1 << 63
 _ALL = (1 << 64) - 1
 
@@ -230,6 +239,10 @@ class CahnHilliardModel(Model):
         # reductions (the earlier path, timed by the benchmark); NumPy always uses the array reductions
         self.fused_change = True
         self._change = None
+        # adaptive steps on the direct GPU path without noise: the control on the device, read back once per run
+        # of steps (spectral.DeviceControl); False: one synchronisation per step (the earlier path)
+        self.device_control = True
+        self._control = None
         self._known_finite = False     # the last step's statistics showed the field finite
         self.reset()
 
@@ -320,8 +333,13 @@ class CahnHilliardModel(Model):
         """Advance ``n`` steps of the current time step (fixed, or adaptive for the spectral integrator)."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
-        for _ in range(int(n)):
-            self._advance(self._dt_current, adapt=True)
+        done = 0
+        while done < n:
+            if self._controlled_on_device():
+                done += self._device_steps(min(int(n) - done, CONTROL_CHUNK))
+            else:
+                self._advance(self._dt_current, adapt=True)
+                done += 1
         # one reduction per call, not per step; none when the last (adaptive) step's statistics were all finite
         if n and not self._known_finite and not bool(self.xp.isfinite(self.phi).all()):
             raise ParameterError("dt", f"the field diverged (non-finite values) by t = {self._time:.6g}: the steps are "
@@ -339,8 +357,59 @@ class CahnHilliardModel(Model):
             if remaining <= self._dt_current:
                 self._advance(remaining, adapt=False)
                 self._time = float(t)
+            elif self._controlled_on_device() and (steps := self._steps_before(t)) > 1:
+                self._device_steps(steps)
             else:
                 self._advance(self._dt_current, adapt=True)
+
+    def _controlled_on_device(self) -> bool:
+        """Adaptive steps decided on the device (module docstring): the direct GPU spectral path, no noise."""
+        p = self._params
+        return (self.device_control and self.fused_change and p.time_step == "adaptive" and p.integrator in SPECTRAL
+                and p.thermal == 0 and self._spectral_stepper().direct)
+
+    def _steps_before(self, t: float) -> int:
+        """How many adaptive steps (at most CONTROL_CHUNK) surely end before the step that must land on ``t``:
+        each step's dt is bounded by the previous bound times GROWTH (within [dt, dt_max]), and the time before
+        each step plus its dt stays below t by a margin far above the clock's round-off."""
+        p = self._params
+        margin = 1e-9 * max(1.0, abs(t))
+        bound, time_before = self._dt_current, self._time
+        for k in range(CONTROL_CHUNK):
+            if time_before + bound * (1 + 1e-9) + margin >= t:
+                return k
+            time_before += bound * (1 + 1e-9)
+            bound = min(p.dt_max, max(p.dt, bound * GROWTH))
+        return CONTROL_CHUNK
+
+    def _device_steps(self, steps: int) -> int:
+        """``steps`` adaptive steps decided on the device, then one read-back; the host replays the clock."""
+        p = self._params
+        stepper = self._spectral_stepper()
+        if self._control is None:
+            self._control = DeviceControl(stepper.kernel_xp(), CONTROL_CHUNK)
+        order2 = p.integrator == "spectral-bdf2"
+        limits = (p.dt, p.dt_max, p.max_change, GROWTH, SHRINK)
+        S = stabiliser(p.b, p.u)
+        phi, hat, history, prev = self.phi, self.phi_hat, self._history if order2 else None, None
+        for index in range(steps):
+            new_phi, new_hat, n_hat = stepper.step_control(phi, hat, history, prev, index, self._control,
+                                                           self._dt_current, p.m, p.b, p.u, p.K, S, order2, limits)
+            history = History(hat, n_hat, math.nan)        # its dt is known after the read-back
+            prev, phi, hat = phi, new_phi, new_hat
+        dts, words = self._control.finish(steps, phi, prev)
+        for dt in dts.tolist():
+            self._time += dt
+        self._step_count += steps
+        self._last_dt = float(dts[-1])
+        self.phi, self.phi_hat = phi, hat
+        if order2:
+            self._history = History(history.phi_hat, history.n_hat, self._last_dt)
+        change, top, bottom = decode_keys(words, self.dtype)
+        self._dt_current = adapted_dt(self._last_dt, change, top, bottom, p)
+        self._known_finite = math.isfinite(change) and math.isfinite(top) and math.isfinite(bottom)
+        self._obs_cache = None
+        return steps
 
     def _advance(self, dt: float, adapt: bool) -> None:
         p = self._params

@@ -18,57 +18,14 @@
 // three atomicMax. Any n >= 1 and any number of blocks; blockDim.x must be CH_CHANGE_THREADS.
 #define CH_CHANGE_THREADS 256
 
-#ifndef __CUDACC__
-// The CPU emulator (sim/gpu/emulate.py, g++) provides only the atomics other kernels use; this one, with the
-// emulator's scheduling point in front as its other atomics have, and the bit casts.
-#include <cstring>
-inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v)
-{
-    SCHEDULE_POINT();
-    const unsigned long long old = *p;
-    *p = old > v ? old : v;
-    return old;
-}
-inline long long __double_as_longlong(double v)
-{
-    long long b;
-    std::memcpy(&b, &v, sizeof b);
-    return b;
-}
-#endif
-
-__device__ __forceinline__ unsigned long long ch_key(double v)
-{
-    if (v != v) return ~0ull;                     // any NaN above everything, so NaN propagates as in NumPy
-    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
-    return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-}
-
-// the key of |v|: the sign bit cleared, then mapped as a non-negative value
-__device__ __forceinline__ unsigned long long ch_abs_key(double v)
-{
-    return (unsigned long long)__double_as_longlong(v) | 0x8000000000000000ull;
-}
-
-__device__ __forceinline__ unsigned long long ch_umax(unsigned long long a, unsigned long long b)
-{
-    return a > b ? a : b;
-}
-
-__device__ __forceinline__ unsigned long long ch_warp_max(unsigned long long v)
-{
-#pragma unroll
-    for (int delta = 16; delta > 0; delta >>= 1) v = ch_umax(v, __shfl_down_sync(0xffffffffu, v, delta));
-    return v;
-}
+#include "ch_keys.cuh"
 
 template <typename Real>
 __global__ void __launch_bounds__(CH_CHANGE_THREADS)
 ch_change(const Real* __restrict__ next, const Real* __restrict__ prev, const long long n,
           unsigned long long* __restrict__ result, unsigned long long* __restrict__ clear)
 {
-    __shared__ unsigned long long partial[3][CH_CHANGE_THREADS / 32];
-    const int t = (int)threadIdx.x, lane = t & 31, warp = t >> 5;
+    const int t = (int)threadIdx.x;
     if (blockIdx.x == 0 && t < 3) clear[t] = 0ull;
 
     unsigned long long change = 0ull, top = 0ull, neg_bottom = 0ull;     // 0: below every key
@@ -80,27 +37,5 @@ ch_change(const Real* __restrict__ next, const Real* __restrict__ prev, const lo
         top = ch_umax(top, ch_key((double)old));
         neg_bottom = ch_umax(neg_bottom, ch_key(-(double)old));
     }
-    change = ch_warp_max(change);
-    top = ch_warp_max(top);
-    neg_bottom = ch_warp_max(neg_bottom);
-    if (lane == 0) {
-        partial[0][warp] = change;
-        partial[1][warp] = top;
-        partial[2][warp] = neg_bottom;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        constexpr int WARPS = CH_CHANGE_THREADS / 32;
-        change = lane < WARPS ? partial[0][lane] : 0ull;
-        top = lane < WARPS ? partial[1][lane] : 0ull;
-        neg_bottom = lane < WARPS ? partial[2][lane] : 0ull;
-        change = ch_warp_max(change);
-        top = ch_warp_max(top);
-        neg_bottom = ch_warp_max(neg_bottom);
-        if (lane == 0) {
-            atomicMax(result + 0, change);
-            atomicMax(result + 1, top);
-            atomicMax(result + 2, neg_bottom);
-        }
-    }
+    ch_block_max3<CH_CHANGE_THREADS>(change, top, neg_bottom, result);
 }
