@@ -10,7 +10,7 @@ import pytest
 
 from latticelab.sim.studies import StudyError, parse_study
 from latticelab.sim.studies.point import TIMING_COLUMNS, measure_point, run_point
-from latticelab.sim.studies.sweep import run_sweep
+from latticelab.sim.studies.sweep import point_cost, run_sweep, submission_order
 
 SMALL = """\
 model = "ising"
@@ -159,9 +159,21 @@ def test_parquet_table_beside_the_csv(tmp_path):
     assert table[0]["L"] == 4 and isinstance(table[0]["binder"], float)
 
 
+def test_points_are_submitted_longest_first_and_stable_among_equals():
+    study = parse_study(SMALL, "study.toml")
+    order = submission_order(study.points)
+    assert sorted(p.key for p in order) == sorted(p.key for p in study.points)
+    sizes = [p.values["L"] for p in order]
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] == 8     # all L = 8 points before any L = 4 one
+    same_L = [p for p in study.points if p.values["L"] == 8]
+    assert [p.key for p in order[:len(same_L)]] == [p.key for p in same_L]   # grid order among equal costs
+    more_steps = parse_study(SMALL.replace("measurements = 40", "measurements = 400"), "study.toml").points[0]
+    assert point_cost(more_steps) > point_cost(study.points[0])
+
+
 def test_a_dask_cluster_gives_the_same_table_as_this_process(tmp_path):
     pytest.importorskip("distributed")
-    study = parse_study(SMALL.replace("L = [4, 8]", "L = [4]"), "study.toml")
+    study = parse_study(SMALL, "study.toml")     # two sizes: submitted largest first, written in grid order
     run_sweep(study, tmp_path / "local.csv", progress=False)
     result = run_sweep(study, tmp_path / "dask.csv", workers=2, processes=False, progress=False)
     assert result.done == len(study.points) and not result.failed

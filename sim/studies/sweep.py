@@ -366,11 +366,37 @@ def run_sweep(study: Study, out, *, scheduler: str | None = None, workers: int |
     return result
 
 
+def point_cost(point) -> float | None:
+    """A relative cost of ``point``: the model's memory estimate for its parameters (which grows with the
+    number of cells, as the work of a step does) times the steps it runs; None when the model gives no estimate."""
+    from latticelab.sim.models import get_model
+    cls = get_model(point.model)
+    try:
+        size = cls.estimate_bytes(cls.Params(**point.values), "cuda" if point.backend == "cuda" else "numpy")
+    except Exception:            # an estimate is only a hint for the order: the point itself will report
+        return None
+    if size is None:
+        return None
+    steps = point.equilibrate + point.measurements * (1 + point.decorrelate)
+    return float(size) * steps
+
+
+def submission_order(points) -> list:
+    """``points`` longest first (stable among equals): with several workers the last tasks to start are then the
+    shortest, so no worker idles long at the end while another finishes a big point (the longest-processing-time
+    rule of list scheduling). The grid order is kept when a cost is unknown. The table stays in grid order."""
+    costs = [point_cost(p) for p in points]
+    if any(c is None for c in costs):
+        return list(points)
+    return [p for _, _, p in sorted(zip((-c for c in costs), range(len(points)), points))]
+
+
 def _run_on_dask(client, todo, finished, result, control: SweepControl | None = None) -> None:
-    """Every point as a task. Without ``control`` all are submitted at once; with it only about two per
-    worker thread are queued, so a pause starts no new point (the running ones finish and are written)."""
+    """Every point as a task, the longest first (``submission_order``). Without ``control`` all are submitted
+    at once; with it only about two per worker thread are queued, so a pause starts no new point (the running
+    ones finish and are written)."""
     from distributed import wait
-    pending = list(todo)
+    pending = submission_order(todo)
     in_flight: dict = {}
     limit = len(todo) if control is None else max(1, 2 * sum(client.nthreads().values()))
     try:
@@ -379,8 +405,9 @@ def _run_on_dask(client, todo, finished, result, control: SweepControl | None = 
                 control.raise_if_cancelled()
             while pending and len(in_flight) < limit and not (control is not None and control.paused):
                 point = pending.pop(0)
+                # Dask starts queued tasks by priority (higher first): the remaining count keeps the order above
                 future = client.submit(run_point, point, key=f"latticelab-point-{point.key}", pure=False,
-                                       retries=RETRIES)
+                                       retries=RETRIES, priority=len(pending))
                 in_flight[future] = point
             if not in_flight:              # paused with nothing running: wait for resume or cancel
                 control.checkpoint()
@@ -390,7 +417,7 @@ def _run_on_dask(client, todo, finished, result, control: SweepControl | None = 
                             return_when="FIRST_COMPLETED").done
             except TimeoutError:           # look at the control again
                 continue
-            for future in [f for f in in_flight if f in done]:     # in submission (grid) order
+            for future in [f for f in in_flight if f in done]:     # in submission order
                 point = in_flight.pop(future)
                 try:
                     row = future.result()
