@@ -56,6 +56,7 @@ BUSY_AFTER_MS = 200              # say so only for jobs that last longer than th
 CPU_CLUSTER_LIMIT = 1 << 21      # sites: above this, cluster sizes on the CPU are left to the user to ask
 ISO_STEPS = 1000
 SOFTWARE_GL_FACES = 20_000       # a software renderer's mesh budget (some 60 ms a draw with Mesa llvmpipe, 2 cores)
+STAGE_FACES = 4_000              # faces drawn a slice there (about 2.7 us a face: 11 ms), render/isosurface.py
 SYNC_REMESH_CELLS = 1 << 16      # volumes up to 40^3 are meshed at once on a new iso value; larger ones by a worker
 SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "software", "swiftshader", "gdi generic",
                       "basic render")
@@ -232,10 +233,16 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.software_gl = any(name in renderer for name in SOFTWARE_RENDERERS)
         if isinstance(self._spectrum_view, SpectrumIsoView):
             self._spectrum_view.max_faces = self.max_faces()
+            self._spectrum_view.set_staging(self.stage_faces())
 
     def max_faces(self) -> int | None:
         """The 3D mesh's face budget: on a software renderer (or before the renderer is known), none on a GPU."""
         return None if self.software_gl is False else SOFTWARE_GL_FACES
+
+    def stage_faces(self) -> int | None:
+        """Faces of the 3D mesh drawn a slice (render/isosurface.py ``StagedPicture``): on a software renderer (or
+        before the renderer is known); a GPU draws the mesh at each draw of the canvas."""
+        return None if self.software_gl is False else STAGE_FACES
 
     # ==== model tracking ========================================================================
     def _model(self):
@@ -397,7 +404,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.main_cell.stretch = (1.4, 1)
         with one_font_manager():
             self._spectrum_view = (SpectrumImageView(self.main_cell) if ndim == 2
-                                   else SpectrumIsoView(self.main_cell, max_faces=self.max_faces()))
+                                   else SpectrumIsoView(self.main_cell, max_faces=self.max_faces(),
+                                                        stage_faces=self.stage_faces()))
         self._spectrum_ndim = ndim
         self.iso_slider.setEnabled(ndim == 3)
         if ndim == 3:

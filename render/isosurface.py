@@ -16,6 +16,14 @@ reduction of the volume (2^3, 4^3, ... cells to one; the maximum keeps single br
 never coarser than ``MIN_DISPLAY_SIDE`` cells a side, with the vertices put back in the full volume's
 coordinates, so the box and its edge length still read in frequency units. The view says when it shows a
 reduction (``factor``).
+
+Even within that budget one draw of the mesh takes some 80 ms there (2 cores; about 2.7 microseconds a face, nearly
+all of it llvmpipe's rasterizer threads on many tiny faces), longer than a frame may block. So a view given
+``stage_faces`` draws a new mesh in slices into an offscreen picture of the canvas's size (``StagedPicture``: a
+slice of faces a timer tick, each finished with glFinish, so its cost is paid there) and shows the picture, a
+single textured quad, once complete; until then the last complete picture stays. The picture is of one camera:
+after the camera or the canvas size changed it is drawn again the same way (while the user turns the view, the
+picture follows in steps of a few ticks rather than at every draw).
 """
 from __future__ import annotations
 
@@ -23,7 +31,9 @@ import logging
 import time
 
 import numpy as np
+from vispy import app as vispy_app
 from vispy import gloo, scene
+from vispy.gloo import gl
 from vispy.scene.visuals import create_visual_node
 from vispy.visuals import Visual
 
@@ -69,6 +79,8 @@ class IsoSurfaceVisual(Visual):
         self.n_faces = 0
         self.bounds_zyx = None  # ((lo, hi) per axis in array order) of the current mesh
         self.last_upload = None
+        self.host_faces = None  # the faces on the host (NumPy meshes): what slices of faces are cut from
+        self.on_screen = True   # False: drawn only into a staged picture (StagedPicture), never on the canvas
         self.set_gl_state("opaque", depth_test=True, cull_face=False)
 
     def set_mesh(self, mesh: Mesh, canvas=None) -> None:
@@ -76,6 +88,7 @@ class IsoSurfaceVisual(Visual):
         self.n_faces = mesh.n_faces
         if self.n_faces:
             faces = mesh.faces.view("uint32")  # indices are non-negative: same bytes as int32
+            self.host_faces = faces if isinstance(faces, np.ndarray) else None
             paths = {_upload(self._positions, mesh.vertices, canvas), _upload(self._normals, mesh.normals, canvas),
                      _upload(self._faces, faces, canvas)}
             self.last_upload = "/".join(sorted(paths))
@@ -84,7 +97,21 @@ class IsoSurfaceVisual(Visual):
             self.bounds_zyx = tuple(zip(lo.tolist(), hi.tolist()))
         else:
             self.bounds_zyx = None
+            self.host_faces = None
         self.update()
+
+    def draw_faces(self, index_buffer=None) -> None:
+        """Draw (into whatever framebuffer is current) the faces of ``index_buffer`` (a slice of the mesh's), or
+        all of them; also when the visual is not drawn on screen."""
+        shown = self.on_screen
+        self.on_screen = True
+        if index_buffer is not None:
+            self._index_buffer = index_buffer
+        try:
+            self.draw()
+        finally:
+            self._index_buffer = self._faces
+            self.on_screen = shown
 
     def _prepare_transforms(self, view):
         tr = view.transforms
@@ -94,7 +121,7 @@ class IsoSurfaceVisual(Visual):
         vert["render2scene"] = tr.get_transform("render", "scene")
 
     def _prepare_draw(self, view):
-        return self.n_faces > 0
+        return self.n_faces > 0 and self.on_screen
 
     def _compute_bounds(self, axis, view):
         if self.bounds_zyx is None:
@@ -103,6 +130,208 @@ class IsoSurfaceVisual(Visual):
 
 
 IsoSurface = create_visual_node(IsoSurfaceVisual)
+
+
+class PictureVisual(Visual):
+    """A staged picture on screen: a texture of the canvas's framebuffer size, pixel for pixel, over the rectangle
+    of its parent widget (a ViewBox; the picture holds the box's background too). Before the first picture it
+    draws nothing."""
+
+    VERTEX = """
+    attribute vec2 a_position;
+    void main() { gl_Position = $transform(vec4(a_position, 0.0, 1.0)); }
+    """
+    FRAGMENT = """
+    uniform sampler2D u_picture;
+    uniform vec2 u_size;
+    void main() { gl_FragColor = texture2D(u_picture, gl_FragCoord.xy / u_size); }
+    """
+
+    def __init__(self):
+        super().__init__(vcode=self.VERTEX, fcode=self.FRAGMENT)
+        self._corners = gloo.VertexBuffer(np.zeros((4, 2), np.float32))
+        self.shared_program["a_position"] = self._corners
+        self._draw_mode = "triangle_strip"
+        self._rect_size = None
+        self.texture = None
+        self.before_draw = None     # called at each on-screen draw, before the texture is looked at
+        self.set_gl_state(None, depth_test=False, blend=False, cull_face=False)
+
+    def set_texture(self, texture, size) -> None:
+        """Show ``texture`` (a gloo Texture2D of ``size`` = (width, height) framebuffer pixels), or nothing (None)."""
+        self.texture = texture
+        if texture is not None:
+            self.shared_program["u_picture"] = texture
+            self.shared_program["u_size"] = tuple(float(v) for v in size)
+        self.update()
+
+    def _prepare_transforms(self, view):
+        view.view_program.vert["transform"] = view.get_transform()
+
+    def _prepare_draw(self, view):
+        if self.before_draw is not None:
+            self.before_draw()
+        size = tuple(float(v) for v in getattr(self.parent, "size", (0, 0)))
+        if size != self._rect_size:           # the parent widget's rectangle, in its own coordinates
+            w, h = size
+            self._corners.set_data(np.array([[0, 0], [w, 0], [0, h], [w, h]], np.float32))
+            self._rect_size = size
+        return self.texture is not None
+
+    def _compute_bounds(self, axis, view):
+        return None
+
+
+Picture = create_visual_node(PictureVisual)
+
+
+def _camera_key(node) -> bytes:
+    """What the picture of ``node`` depends on besides its mesh: where its transforms put it in the framebuffer."""
+    transform = node.transforms.get_transform("visual", "render").simplified
+    matrix = getattr(transform, "matrix", None)
+    if matrix is None:       # not a matrix chain: compare where a few points go
+        matrix = transform.map(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32))
+    return np.asarray(matrix, np.float64).tobytes()
+
+
+class StagedPicture:
+    """Draws an IsoSurface node's mesh into an offscreen picture of its canvas's size, ``faces`` faces a
+    ``step``, and shows the finished picture in its place (a ``Picture`` node beside it). Two pictures: the one
+    shown (front) and the one being drawn (back). The picture covers ``frame`` (the surface's ViewBox), its
+    background included; ``extras``: nodes of the same scene drawn into the picture after
+    the mesh, and no longer on screen (the box around the surface, whose hidden edges the surface's depths hide)."""
+
+    def __init__(self, surface, faces: int, frame, extras=()):
+        self.surface = surface
+        self.faces = int(faces)
+        self.extras = list(extras)
+        self.background = tuple(frame.bgcolor.rgba)
+        self.picture = Picture(parent=frame)
+        self._buffers = [None, None]       # (framebuffer, colour texture, size) front and back
+        self._front_key = None             # (mesh serial, camera key, size) of the front picture
+        self._mesh_serial = 0
+        self._slices = []                  # index buffers of the mesh's slices
+        self._next = None                  # the next slice to draw into the back picture, or None
+        self._back_key = None
+        self.steps = 0                     # slices drawn (tests, benchmarks)
+        self.restaged = 0                  # pictures drawn again for another camera or size
+        self.on_pending = None             # called when slices are to be drawn again (the caller's timer)
+        self.picture.order = 1                     # over the frame's scene, where nothing else is drawn
+        self.picture.before_draw = self.before_draw
+        surface.on_screen = False
+        for node in self.extras:
+            node.visible = False
+
+    def release(self) -> None:
+        """Back to drawing the surface and the extras on screen."""
+        self.picture.parent = None
+        self.surface.on_screen = True
+        for node in self.extras:
+            node.visible = True
+        self.surface.update()
+
+    # -- the mesh ---------------------------------------------------------------------------------
+    def new_mesh(self) -> None:
+        """The surface has a new mesh: start drawing it into the back picture (the front stays shown)."""
+        self._mesh_serial += 1
+        faces = self.surface.host_faces
+        n = self.surface.n_faces
+        if faces is None or n == 0:
+            self._slices = []
+        else:
+            self._slices = [gloo.IndexBuffer(np.ascontiguousarray(faces[i:i + self.faces]))
+                            for i in range(0, n, self.faces)]
+        self._next = 0
+        self._back_key = None
+
+    @property
+    def pending(self) -> bool:
+        return self._next is not None
+
+    # -- drawing ----------------------------------------------------------------------------------
+    def _canvas(self):
+        return self.surface.canvas
+
+    def _size(self, canvas) -> tuple[int, int]:
+        return tuple(int(v) for v in canvas.physical_size)
+
+    def _key(self, canvas) -> tuple:
+        return (self._mesh_serial, _camera_key(self.surface), self._size(canvas))
+
+    def _target(self, index: int, size):
+        """Framebuffer ``index`` (0 front, 1 back) at ``size``, made or remade as needed."""
+        held = self._buffers[index]
+        if held is None or held[2] != size:
+            colour = gloo.Texture2D(shape=(size[1], size[0], 4), format="rgba", interpolation="nearest")
+            framebuffer = gloo.FrameBuffer(color=colour, depth=gloo.RenderBuffer((size[1], size[0]), "depth"))
+            held = self._buffers[index] = (framebuffer, colour, size)
+        return held
+
+    def _draw_into(self, canvas, index: int, size, slices, clear: bool, extras: bool) -> None:
+        framebuffer = self._target(index, size)[0]
+        canvas.set_current()
+        drawing = canvas._drawing
+        canvas.push_fbo(framebuffer, (0, 0), canvas.size)
+        try:
+            canvas._drawing = True            # no canvas update scheduled by what is done here
+            if clear:
+                canvas.context.clear(color=self.background, depth=True)
+            for index_buffer in slices:
+                self.surface.draw_faces(index_buffer)
+            for node in self.extras if extras else ():
+                node.visible = True           # (no canvas update while ``_drawing``)
+                try:
+                    node.draw()
+                finally:
+                    node.visible = False
+            canvas.context.flush_commands()
+            gl.glFinish()                     # the software rasterizer works now, not at the next on-screen draw
+        finally:
+            canvas._drawing = drawing
+            canvas.pop_fbo()
+        canvas.context.flush_commands()
+
+    def _show_front(self, key) -> None:
+        framebuffer, colour, size = self._buffers[0]
+        self._front_key = key
+        self.picture.set_texture(colour, size)
+
+    def step(self) -> bool:
+        """Draw the next slice of the new mesh into the back picture; when it is complete it is shown. Returns
+        whether slices are left."""
+        canvas = self._canvas()
+        if self._next is None or canvas is None:
+            return False
+        if not getattr(canvas.native, "isValid", lambda: True)():   # no GL context yet: try at the next tick
+            return True
+        key = self._key(canvas)
+        if key != self._back_key:             # the camera or the size changed meanwhile: start again
+            self._back_key, self._next = key, 0
+        size = key[2]
+        chunk = self._slices[self._next:self._next + 1]
+        last = self._next + 1 >= len(self._slices)
+        self._draw_into(canvas, 1, size, chunk, clear=self._next == 0, extras=last)
+        self.steps += 1
+        self._next += 1
+        if self._next >= len(self._slices):
+            self._buffers.reverse()
+            self._next = None
+            self._show_front(key)
+            return False
+        return True
+
+    def before_draw(self) -> None:
+        """On screen, before the picture is drawn: a front picture of another camera or size (the user turned the
+        view, the dock was resized, a new mesh moved the camera) is drawn again in slices; it stays shown
+        meanwhile."""
+        canvas = self._canvas()
+        if canvas is None or self._front_key is None or self._next is not None:
+            return
+        if self._key(canvas)[1:] != self._front_key[1:]:
+            self._next, self._back_key = 0, None
+            self.restaged += 1
+            if self.on_pending is not None:
+                self.on_pending()
 
 
 MIN_DISPLAY_SIDE = 32            # a face budget never reduces a volume below this many cells a side
@@ -151,16 +380,25 @@ def box_segments(lo, hi) -> np.ndarray:
     return corners[np.array(pairs).ravel()]
 
 
-class SpectrumIsoView:
-    """Iso-surfaces of a 3D magnitude volume in a ViewBox; the iso value is a fraction of the maximum."""
+STAGE_INTERVAL_S = 0.01         # between two slices of a staged picture: the event loop runs in between
 
-    def __init__(self, view: "scene.widgets.ViewBox", method: str = "auto", max_faces: int | None = None):
+
+class SpectrumIsoView:
+    """Iso-surfaces of a 3D magnitude volume in a ViewBox; the iso value is a fraction of the maximum.
+
+    ``stage_faces``: draw each new mesh in slices of this many faces into a picture shown once complete (a
+    software renderer; see the module's text), one slice per tick of a timer of the canvas's app."""
+
+    def __init__(self, view: "scene.widgets.ViewBox", method: str = "auto", max_faces: int | None = None,
+                 stage_faces: int | None = None):
         self.view = view
         self.method = method
         self.max_faces = max_faces      # the face budget of ``display_mesh`` (None: the full volume's mesh)
         self.factor = 1                 # the reduction the mesh shown was made from
         view.camera = scene.TurntableCamera(fov=35, elevation=25, azimuth=35)
         self.surface = IsoSurface(parent=view.scene)
+        self.staged: StagedPicture | None = None
+        self._stage_timer = None
         self.box = scene.visuals.Line(pos=np.zeros((2, 3), np.float32), color=BOX, connect="segments",
                                       parent=view.scene)
         self.label = scene.visuals.Text("", color=TEXT, font_size=10, anchor_x="left", anchor_y="bottom",
@@ -170,6 +408,54 @@ class SpectrumIsoView:
         self.edge_length = None
         self.mesh = None
         self.timings = {}
+        self.set_staging(stage_faces)
+
+    # -- staged drawing --------------------------------------------------------------------------
+    def set_staging(self, faces: int | None) -> None:
+        """Draw meshes in slices of ``faces`` faces (None: directly, at each draw of the canvas)."""
+        if faces is None:
+            if self.staged is not None:
+                self._stop_staging()
+                self.staged.release()
+                self.staged = None
+            return
+        if self.staged is None:
+            self.staged = StagedPicture(self.surface, faces, self.view, extras=[self.box])
+            self.staged.on_pending = self._run_stage_timer
+            if self.mesh is not None:
+                self._stage()
+        self.staged.faces = int(faces)
+
+    @property
+    def staging(self) -> bool:
+        """Whether a new mesh is still being drawn into its picture."""
+        return self.staged is not None and self.staged.pending
+
+    def _stage(self) -> None:
+        self.staged.new_mesh()
+        self._run_stage_timer()
+
+    def _run_stage_timer(self) -> None:
+        if self._stage_timer is None:
+            self._stage_timer = vispy_app.Timer(STAGE_INTERVAL_S, connect=self._stage_tick,
+                                                app=self.view.canvas.app if self.view.canvas else None)
+        if not self._stage_timer.running:
+            self._stage_timer.start()
+
+    def _stage_tick(self, event=None) -> None:
+        try:
+            more = self.staged is not None and self.staged.step()
+        except Exception:
+            log.exception("staged iso-surface")   # drawn directly from now on
+            more = False
+            self.set_staging(None)
+        if not more:
+            self._stop_staging()
+            self.view.update()
+
+    def _stop_staging(self) -> None:
+        if self._stage_timer is not None and self._stage_timer.running:
+            self._stage_timer.stop()
 
     # -- data ------------------------------------------------------------------------------------
     def set_spectrum(self, magnitude) -> None:
@@ -205,6 +491,8 @@ class SpectrumIsoView:
         self.factor = int(factor)
         self.surface.set_mesh(mesh, canvas=self.view.canvas)
         self._frame()
+        if self.staged is not None:
+            self._stage()
 
     def _frame(self) -> None:
         """Box and label around the surface, centred on frequency zero; the camera zooms to the box."""

@@ -46,11 +46,14 @@ def test_iso_slider_in_the_window_changes_the_mesh(qtbot):
     view = panel._spectrum_view
     assert isinstance(view, SpectrumIsoView)
     panel.iso_slider.setValue(80)                          # 0.08 of the maximum: a large surface
+    # on a software renderer the new mesh reaches the screen in slices, a few ticks later (render/isosurface.py)
+    qtbot.waitUntil(lambda: not view.staging, timeout=20000)
     low_faces = view.mesh.n_faces
     low = main_cell_pixels(panel)
     reference = marching_cubes(view.volume, 0.08, method="skimage")
     assert low_faces == reference.n_faces > 0              # the mesh shown is the one of this iso value
     panel.iso_slider.setValue(700)                         # 0.7: only the strongest modes remain
+    qtbot.waitUntil(lambda: not view.staging, timeout=20000)
     high_faces = view.mesh.n_faces
     high = main_cell_pixels(panel)
     assert 0 < high_faces < low_faces

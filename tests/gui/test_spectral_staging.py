@@ -1,0 +1,108 @@
+"""The Spectrum dock's 3D view on a software renderer draws a new mesh in slices (render/isosurface.py
+StagedPicture): the event loop runs between the slices, and the picture shown at the end is the one a direct draw
+gives, pixel for pixel."""
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6 import QtCore  # noqa: E402
+
+from latticelab.app.main_window import MainWindow  # noqa: E402
+from latticelab.app.spectral_panel import SpectralPanel, install  # noqa: E402
+from latticelab.render.isosurface import SpectrumIsoView  # noqa: E402
+
+SLICE = 300      # faces a slice: a mesh of a few thousand faces takes many slices
+
+
+def open_window(qtbot, **params):
+    window = MainWindow("ising", dict(seed=3, **params), interactive=False, backend="numpy")
+    qtbot.addWidget(window)
+    window.set_running(False)
+    window.resize(1500, 950)
+    window.show()
+    qtbot.waitExposed(window)
+    panel = window.findChild(SpectralPanel) or install(window)
+    panel.show()
+    panel.raise_()
+    window.model.step(20)
+    assert panel.refresh(force=True), panel.last_error
+    return window, panel
+
+
+def main_cell_pixels(panel):
+    """The rendered pixels of the spectrum's own view box (as tests/gui/test_spectral_gui.py reads them)."""
+    img = panel.canvas.render()[..., :3].astype(np.int32)
+    to_canvas = panel.main_cell.transforms.get_transform("visual", "canvas")
+    rect = panel.main_cell.rect
+    (x0, y0), (x1, y1) = (to_canvas.map([x, y])[:2] for x, y in ((rect.left, rect.bottom), (rect.right, rect.top)))
+    scale = img.shape[1] / panel.canvas.size[0]
+    x0, x1 = sorted((int(x0 * scale), int(x1 * scale)))
+    y0, y1 = sorted((int(y0 * scale), int(y1 * scale)))
+    return img[y0 + 2:y1 - 2, x0 + 2:x1 - 2]
+
+
+def staged_view(qtbot):
+    window, panel = open_window(qtbot, dim=3, L=32, T=4.3)
+    view = panel._spectrum_view
+    assert isinstance(view, SpectrumIsoView)
+    view.set_staging(SLICE)
+    qtbot.waitUntil(lambda: not view.staging, timeout=15000)
+    return window, panel, view
+
+
+class SliceLog:
+    """Records, for each slice drawn, how often a 1 ms probe timer had fired by then."""
+
+    def __init__(self, staged):
+        self.fired = 0
+        self.at_slices: list[int] = []
+        self.probe = QtCore.QTimer(interval=1, timerType=QtCore.Qt.TimerType.PreciseTimer)
+        self.probe.timeout.connect(self._fire)
+        self.probe.start()
+        step = staged.step
+
+        def logged_step():
+            self.at_slices.append(self.fired)
+            return step()
+
+        staged.step = logged_step
+
+    def _fire(self):
+        self.fired += 1
+
+
+def test_a_new_mesh_is_drawn_in_slices_with_the_event_loop_running_between(qtbot):
+    window, panel, view = staged_view(qtbot)
+    log = SliceLog(view.staged)
+    panel.iso_slider.setValue(80)                      # a large surface: thousands of faces
+    faces = view.mesh.n_faces
+    assert faces > 4 * SLICE
+    assert view.staging                                # not drawn yet: the slices come on later ticks
+    qtbot.waitUntil(lambda: not view.staging, timeout=20000)
+    log.probe.stop()
+    assert len(log.at_slices) >= faces // SLICE
+    # the probe timer fired between the first and the last slice: they did not run in one go
+    assert log.at_slices[-1] > log.at_slices[0]
+    staged = main_cell_pixels(panel)
+    view.set_staging(None)                             # the same mesh drawn directly
+    direct = main_cell_pixels(panel)
+    assert (direct.std(axis=(0, 1)) > 5).any()         # a real picture, not an empty cell
+    np.testing.assert_array_equal(staged, direct)
+
+
+def test_turning_the_view_draws_the_picture_again_in_slices(qtbot):
+    window, panel, view = staged_view(qtbot)
+    panel.iso_slider.setValue(80)
+    qtbot.waitUntil(lambda: not view.staging, timeout=20000)
+    steps, restaged = view.staged.steps, view.staged.restaged
+    before = main_cell_pixels(panel)
+    view.view.camera.azimuth += 40
+    panel.canvas.update()
+    qtbot.waitUntil(lambda: view.staged.restaged > restaged and not view.staging, timeout=20000)
+    assert view.staged.steps - steps >= view.mesh.n_faces // SLICE
+    turned = main_cell_pixels(panel)
+    assert np.any(turned != before)
+    view.set_staging(None)
+    np.testing.assert_array_equal(turned, main_cell_pixels(panel))
