@@ -108,7 +108,7 @@ def change_keys_twin(new, old) -> np.ndarray:
         return np.where(np.isnan(values), np.uint64(_ALL), mapped)
     new, old = np.asarray(new), np.asarray(old)
     d = (new - old).astype(np.float64)
-    change = (d.view(np.uint64) | np.uint64(_SIGN)).max()
+    change = np.where(np.isnan(d), np.uint64(_ALL), d.view(np.uint64) | np.uint64(_SIGN)).max()
     return np.array([change, keys(old).max(), keys(-old.astype(np.float64)).max()], np.uint64)
 
 

@@ -37,9 +37,12 @@ __device__ __forceinline__ unsigned long long ch_key(double v)
     return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
 }
 
-// the key of |v|: the sign bit cleared, then mapped as a non-negative value
+// the key of |v|: the sign bit cleared, then mapped as a non-negative value; any NaN the largest key, ~0, as in
+// ch_key (its bits are not used: a NaN's payload differs between the GPU, whose float arithmetic returns
+// 0x7fffffff, and NumPy, which keeps the operand's)
 __device__ __forceinline__ unsigned long long ch_abs_key(double v)
 {
+    if (v != v) return ~0ull;
     return (unsigned long long)__double_as_longlong(v) | 0x8000000000000000ull;
 }
 
