@@ -34,6 +34,7 @@ from latticelab.app import preparing
 from latticelab.app.staging import Staging
 from latticelab.app.stepping import BackgroundStepper, wants_background
 from latticelab.render import palette
+from latticelab.render.cached_canvas import RegionCachedCanvas
 from latticelab.render.field_view import FieldView
 from latticelab.render.plots import LivePlots, series_for
 from latticelab.render.unfold import UnfoldLayout
@@ -50,6 +51,7 @@ FRAME_INTERVAL_MS = 15
 GPU_FRAME_PERIOD_S = 1 / 60   # on a CUDA device: frames paced at 60/s, the rest of each period spent stepping
 MIN_STEP_BUDGET_S = 0.002
 PLOT_INTERVAL_S = 0.25       # the plots redraw at most this often
+PLOT_DRAW_BUDGET_S = 0.006   # while running, a frame draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
 # a new model this large (its estimated bytes) is built on a worker thread (app/preparing.py); on a CUDA device a
 # smaller one too, since its kernels may have to be compiled
@@ -126,8 +128,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.lattice_canvas.events.draw.connect(self._count_frame, position="last")
         self.setCentralWidget(self.lattice_canvas.native)
 
-        self.plot_canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0),
-                                             size=(380, 640), show=False)
+        # the plots' picture is cached (render/cached_canvas.py): a refresh redraws only the parts that changed
+        # (plot areas, titles, axes), and while the frame loop runs, a few per frame (_frame_end), so no frame
+        # pays for all of them
+        self.plot_canvas = RegionCachedCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0),
+                                              size=(380, 640), show=False)
         self.plot_canvas.native.setObjectName("plot_canvas")
         self.plot_canvas.native.setMinimumSize(260, 300)
         self.plots = None      # made for the model's observables (_show_model)
@@ -346,6 +351,10 @@ class MainWindow(QtWidgets.QMainWindow):
         pixmap = QtWidgets.QStyle.StandardPixmap.SP_MediaPause if running else QtWidgets.QStyle.StandardPixmap.SP_MediaPlay
         self.run_action.setIcon(self.style().standardIcon(pixmap))
         self.running = running
+        # running: the plots' redraw is spread over frames; paused, a refresh draws them all at once
+        self.plot_canvas.budget_s = PLOT_DRAW_BUDGET_S if running else None
+        if not running and self.plot_canvas.stale:
+            self.plot_canvas.update()
         self._counters.update(steps=0, frames=0, t=time.perf_counter())
         if running and not self.timer.isActive():
             self.timer.start()
@@ -766,6 +775,8 @@ class MainWindow(QtWidgets.QMainWindow):
         now = time.perf_counter()
         if now - self._last_plot >= PLOT_INTERVAL_S:
             self._update_plots()
+        elif self.plot_canvas.stale and self._plots_on_screen():
+            self.plot_canvas.update()      # the next plots of the last refresh, drawn with this frame's picture
         if now - self._counters["t"] >= STATUS_INTERVAL_S:
             self._update_status()
         if not self.running and self._step_target is None and not self._busy() and not self.staging.busy:

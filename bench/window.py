@@ -5,7 +5,9 @@ For each lattice (2D L2^2 and 3D L3^3, Metropolis on the device) it measures:
   same sweeps plus the per-sweep observables and the union of flips);
 - the real window (app/main_window.py, a QTimer frame loop drawing through the field view) at a ladder of
   fixed sweeps per frame: frames/s (draws of the lattice canvas) and sweeps/s; the largest number of sweeps
-  per frame that keeps ``--fps`` is the case reported, with its ratio to the headless ``step(n)`` rate;
+  per frame that keeps ``--fps`` is the case reported, with its ratio to the headless ``step(n)`` rate; then
+  the adaptive frame loop over ``--seconds`` of steady running: its frames, the longest gap between frame ticks
+  (with ``--trace``, what each gap over 50 ms was made of) and in how many frames the live plots were drawn;
 - the slider-to-screen latency: from ``set_parameter("T", ...)`` to the end of the first lattice draw whose
   frame stepped with the new temperature (median over a few changes);
 - for each switch of dimension, lattice size and model (the window builds the new model on a worker thread,
@@ -41,12 +43,16 @@ def add_arguments(parser) -> None:
 
 
 class WindowProbe:
-    """Counts the lattice canvas's draws and the frame loop's ticks of one MainWindow, with their times."""
+    """Counts the lattice canvas's draws and the frame loop's ticks of one MainWindow, with their times, and
+    the plot canvas's draws."""
 
     def __init__(self, window):
         self.window = window
         self.draws: list[float] = []
         window.lattice_canvas.events.draw.connect(self._drawn, position="last")
+        self.plot_draws: list[float] = []
+        window.plot_canvas.events.draw.connect(lambda event=None: self.plot_draws.append(time.perf_counter()),
+                                               position="last")
         self.ticks: list[float] = []
         window.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
 
@@ -69,6 +75,12 @@ class WindowProbe:
 
     def longest_draw_gap(self, since: float, until: float | None = None) -> float:
         return longest_gap(self.draws, since, until)
+
+
+def plot_refreshes(probe, since: float, until: float) -> dict:
+    """How the live plots were drawn over [since, until]: draws of their canvas, and the frames (ticks)."""
+    return {"plot_draws": sum(since <= t <= until for t in probe.plot_draws),
+            "ticks": sum(since <= t <= until for t in probe.ticks)}
 
 
 def longest_gap(times: list[float], since: float, until: float | None = None) -> float:
@@ -215,6 +227,7 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
         profiler.enable()
     since = time.perf_counter()
     draws, steps, seconds = probe.run_for(args.seconds)
+    until = time.perf_counter()
     if profiler is not None:
         profiler.disable()
         import pstats
@@ -223,7 +236,13 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
     adaptive = {"frames_per_s": draws / seconds, "sweeps_per_s": steps / seconds,
                 "ratio_to_headless": steps / seconds / rates["step_n"],
                 "median_frame_ms": 1000 * statistics.median(gaps) if gaps else float("nan"),
-                "longest_frame_ms": 1000 * max(gaps, default=float("nan"))}
+                "longest_frame_ms": 1000 * max(gaps, default=float("nan")),
+                "longest_tick_gap_ms": 1000 * probe.longest_tick_gap(since, until),
+                "plot_refreshes": plot_refreshes(probe, since, until)}
+    tracer = getattr(probe, "tracer", None)
+    if tracer is not None:     # what the steady running's long gaps were made of
+        print(f"{dim}D L={L} adaptive, steady: longest tick gap {adaptive['longest_tick_gap_ms']:.0f} ms")
+        print("\n".join(tracer.report(probe.ticks, since, until)), flush=True)
     adaptive["view"] = view_check(window, args, f"{dim}d")
     window.steps_per_frame = best["sweeps_per_frame"]
     window.adaptive = False
@@ -308,7 +327,9 @@ def main(args) -> int:
               f"{k['frames_per_s']:.1f} frames/s ({k['sweeps_per_frame']} per frame) = {c['ratio_to_headless']:.0%}"
               f" of headless; adaptive {c['adaptive']['sweeps_per_s']:,.0f} sweeps/s "
               f"({c['adaptive']['ratio_to_headless']:.0%}) at {c['adaptive']['frames_per_s']:.1f} frames/s (median "
-              f"frame {c['adaptive']['median_frame_ms']:.1f} ms, longest {c['adaptive']['longest_frame_ms']:.1f} ms);"
+              f"frame {c['adaptive']['median_frame_ms']:.1f} ms, longest {c['adaptive']['longest_frame_ms']:.1f} ms, "
+              f"longest tick gap {c['adaptive']['longest_tick_gap_ms']:.1f} ms; plots drawn in "
+              f"{c['adaptive']['plot_refreshes']['plot_draws']} of {c['adaptive']['plot_refreshes']['ticks']} frames);"
               f" slider to screen {c['slider_to_screen_ms']:.1f} ms; view drawn on "
               f"{c['adaptive']['view']['drawn_fraction']:.0%} of its pixels, {c['adaptive']['view']['colours']} colours")
         for r in c["ladder"]:

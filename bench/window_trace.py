@@ -56,6 +56,9 @@ class Tracer:
 
         from latticelab.app.analysis_dock import CapabilityDock
         self.wrap(scene.SceneCanvas, "_draw_scene", lambda c: f"draw {c.native.objectName() or 'canvas'}")
+        from latticelab.render.cached_canvas import RegionCachedCanvas
+        self.wrap(RegionCachedCanvas, "_draw_all", "whole scene into the cache")
+        self.wrap(RegionCachedCanvas, "_draw_region", lambda c: "a region into the cache")
         self.wrap(CapabilityDock, "refresh", lambda d: f"refresh {d.objectName()}")
         gc.callbacks.append(self._gc)
 

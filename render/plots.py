@@ -11,6 +11,11 @@ for correlated samples. Before the first sample (after a reset) a plot is empty,
 
 ``readout_at(canvas_pos)`` names the sample nearest (in time) to the mouse in the plot under it.
 
+Each plot's title, y axis and plot area, and the shared time axis, is a *region*: on a canvas that caches its
+picture (render/cached_canvas.py) only the regions whose content changed are drawn again (a y axis only when
+its range changes), and the canvas may spread them over several draws; on any other canvas the whole canvas
+is drawn, as usual.
+
 Built inside a VisPy scene widget (``canvas.central_widget`` or any grid cell); no Qt involved.
 """
 from __future__ import annotations
@@ -33,6 +38,11 @@ HINT = (0.6, 0.6, 0.65, 1.0)
 COLOURS = ((0.95, 0.75, 0.2, 1.0), (0.35, 0.75, 1.0, 1.0), (0.4, 0.95, 0.45, 1.0), (0.7, 0.55, 1.0, 1.0),
            (1.0, 0.5, 0.45, 1.0), (0.3, 0.9, 0.9, 1.0), (0.9, 0.9, 0.9, 1.0))
 WAITING = "waiting for data"
+X_AXIS = "time axis"   # the key of the shared time axis's region (a series' regions: (key, part))
+# how far an axis's tick labels may reach beyond its widget, in pixels: half a label's height beyond the ends of
+# a y axis, half a wide label beyond those of the time axis (a region's rectangle includes this, cached_canvas)
+Y_AXIS_SPILL = (0, 6)
+X_AXIS_SPILL = (24, 0)
 SHORT_LABEL = 18     # a longer observable label is replaced by its name on the (narrow, rotated) y axis
 
 
@@ -149,9 +159,11 @@ class LivePlots:
         self.grid.visible = not hidden
         self.parent_widget.add_widget(self.grid)
         self.views, self.lines, self.titles, self.y_axes, self.hints = {}, {}, {}, {}, {}
+        self.regions: dict = {}           # (series key, part) or X_AXIS -> the widget redrawn when it changes
         self._points: dict = {}           # key -> (times, values) drawn, for the readout
         self._y_ranges: dict = {}         # key -> (y0, y1) the y axis shows now (None: empty plot)
         self._line_x0: dict = {}          # key -> the time its line's x coordinates count from
+        self._vertices: dict = {}         # key -> the (n, 2) points its line was given last
         self._x0, self._x_span = 0.0, 1.0
         yield "grid"
         cells = []
@@ -183,6 +195,9 @@ class LivePlots:
             yield f"{s.key}: line"
             self.grid.add_widget(cell, row=row, col=0)
             cells.append((s.key, cell))
+            self._add_region((s.key, "title"), title)
+            self._add_region((s.key, "y axis"), y_axis, Y_AXIS_SPILL)
+            self._add_region((s.key, "plot"), view)
             yield f"{s.key}: placed"
             if canvas is not None:
                 self._clear_series(s)
@@ -197,6 +212,7 @@ class LivePlots:
             bottom.add_widget(self.x_axis, row=0, col=1)
         yield "x axis"
         self.grid.add_widget(bottom, row=len(self.series), col=0)
+        self._add_region(X_AXIS, self.x_axis, X_AXIS_SPILL)
         self.built = True
         self.clear()
         yield "placed x axis"
@@ -208,6 +224,23 @@ class LivePlots:
             for key, cell in cells + [("x axis", bottom)]:
                 cell._update_child_widget_dim()
                 yield f"{key}: layout"
+
+    def _canvas(self):
+        """The canvas, where it caches its picture in regions (render/cached_canvas.py); else None."""
+        canvas = self.parent_widget.canvas
+        return canvas if hasattr(canvas, "add_region") else None
+
+    def _add_region(self, key, widget, spill=(0, 0)) -> None:
+        self.regions[key] = widget
+        canvas = self._canvas()
+        if canvas is not None:
+            canvas.add_region(widget, spill)
+
+    def _changed(self, key) -> None:
+        """Region ``key`` shows something new: a region-caching canvas draws it again."""
+        canvas = self._canvas()
+        if canvas is not None and key in self.regions:
+            canvas.invalidate(self.regions[key])
 
     def show(self, visible: bool) -> None:
         """Show or hide the plots (a hidden plot set stays in its parent, ready to be shown again)."""
@@ -232,12 +265,15 @@ class LivePlots:
         self._x0, self._x_span = x0, x1 - x0
         for s in self.series:
             if keys is None or s.key in keys:
-                self._update_series(s, times, values.get(s.key, ()))
+                for part in self._update_series(s, times, values.get(s.key, ())):
+                    self._changed((s.key, part))
         any_data = any(len(t) for t, _ in self._points.values())
-        self._set_x_axis((x0, x1) if any_data else (0.0, 1.0), blank=not any_data)
+        if self._set_x_axis((x0, x1) if any_data else (0.0, 1.0), blank=not any_data):
+            self._changed(X_AXIS)
 
-    def _update_series(self, s: Series, times: np.ndarray, values) -> None:
-        """One plot: its line, title, hint and y range."""
+    def _update_series(self, s: Series, times: np.ndarray, values) -> set:
+        """One plot: its line, title, hint and y range; returns the parts that changed ("plot", "title",
+        "y axis")."""
         y = np.asarray(values, np.float64)
         if len(y) != len(times):
             y = np.zeros(0)
@@ -248,13 +284,19 @@ class LivePlots:
         drawn = np.log10(shown) if s.log else shown
         # x is drawn relative to x0 so float32 vertices stay exact after millions of steps
         points = np.column_stack([t - self._x0, drawn]) if len(t) else np.zeros((0, 2))
-        self.lines[s.key].set_points(points)
+        changed = set()
+        if not np.array_equal(points, self._vertices.get(s.key)):   # the same points are not uploaded again
+            self._vertices[s.key] = points
+            self.lines[s.key].set_points(points)
+            changed.add("plot")
         has_data = len(points) > 0
         if self.hints[s.key].visible == has_data:
             self.hints[s.key].visible = not has_data
+            changed.add("plot")
         title = f"{s.title} {mean_text(y)}" if s.average and has_data else s.title
         if self.titles[s.key].text != title:
             self.titles[s.key].text = title
+            changed.add("title")
         y_range = _steady_range(self._y_ranges.get(s.key), drawn) if has_data else None
         if y_range != self._y_ranges.get(s.key):
             self._y_ranges[s.key] = y_range
@@ -262,16 +304,21 @@ class LivePlots:
             axis.ticker.blank = y_range is None
             axis.domain = y_range or (0.0, 1.0)
             axis.update()
+            changed.add("y axis")
         y0, y1 = y_range or (0.0, 1.0)
-        _fit_into_unit_square(self.lines[s.key].transform, self._x_span, y0, y1)
+        if _fit_into_unit_square(self.lines[s.key].transform, self._x_span, y0, y1):
+            changed.add("plot")
+        return changed
 
-    def _set_x_axis(self, domain: tuple[float, float], blank: bool) -> None:
+    def _set_x_axis(self, domain: tuple[float, float], blank: bool) -> bool:
+        """Give the time axis its range; True when it changed."""
         axis = self.x_axis.axis
         if axis.ticker.blank == blank and tuple(axis.domain) == tuple(domain):
-            return
+            return False
         axis.ticker.blank = blank
         axis.domain = domain
         axis.update()
+        return True
 
     def readout_at(self, canvas_pos) -> str | None:
         """"<title>: <x label> <t>, <value>" of the sample nearest in time to canvas pixel ``canvas_pos`` (x, y;
@@ -299,6 +346,10 @@ class LivePlots:
         grid = getattr(self, "grid", None)
         if grid is None:
             return
+        canvas = self._canvas()
+        if canvas is not None:
+            for widget in self.regions.values():
+                canvas.remove_region(widget)
         if grid in self.parent_widget._widgets:
             self.parent_widget.remove_widget(grid)
         grid.parent = None
@@ -307,14 +358,16 @@ class LivePlots:
         self.update(np.zeros(0), {})
 
 
-def _fit_into_unit_square(transform: STTransform, x_span: float, y0: float, y1: float) -> None:
+def _fit_into_unit_square(transform: STTransform, x_span: float, y0: float, y1: float) -> bool:
     """Set ``transform`` to map x in [0, x_span] and y in [y0, y1] onto the unit square (the camera's rect),
-    touching it only when that changes."""
+    touching it only when that changes; True when it did."""
     scale = (1.0 / x_span, 1.0 / (y1 - y0), 1.0, 1.0)
     translate = (0.0, -y0 / (y1 - y0), 0.0, 0.0)
     if not (np.allclose(transform.scale, scale, rtol=1e-7, atol=0.0)
             and np.allclose(transform.translate, translate, rtol=1e-7, atol=0.0)):
         transform._set_st(scale=scale, translate=translate)   # both at once: one update, not two
+        return True
+    return False
 
 
 def _steady_range(current, drawn: np.ndarray) -> tuple[float, float]:

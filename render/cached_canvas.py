@@ -1,0 +1,234 @@
+"""A scene canvas that keeps its picture in an offscreen texture and redraws only the parts that changed.
+
+Each draw of a VisPy SceneCanvas draws every visual of its scene again. For a canvas of many small visuals
+(plots with axes, tick labels, titles) that costs tens of milliseconds on a software OpenGL renderer, most of
+it Python-side per-visual work, and it is paid whenever anything at all changed. ``RegionCachedCanvas`` draws
+its scene into a texture of its own size instead and shows that texture (one quad) on screen. Widgets of the
+scene registered as *regions* (``add_region``) can then be redrawn one at a time: ``invalidate(node)`` marks
+a region stale, and a draw redraws the stale regions (the longest stale first, as many as fit in
+``budget_s`` seconds by what each took to draw last time, at least one; all of them without a budget) into
+the texture, each cleared and clipped
+to its own rectangle, before showing it. A caller that gives a small budget and calls ``update()`` while
+``stale`` spreads a redraw of many regions over several draws.
+
+A region's rectangle is its widget's, grown by the ``spill`` it is registered with: what its visuals may draw
+beyond the widget (a tick label centred on the axis's end). Redrawing a region also draws, clipped to its
+rectangle, the other regions whose rectangles overlap it, so the pixels it clears come back as a full draw
+would leave them.
+
+The whole scene is drawn again (into the texture) when the cache cannot be trusted: the first draw, a change
+of the canvas's size, or a change of which regions are visible or where they lie. What is drawn outside the
+regions is drawn only then: everything that changes must lie inside a region. ``render()`` (images, exports)
+always draws the whole scene directly, and a canvas without visible regions draws as a plain SceneCanvas.
+
+No Qt involved; any VisPy application backend.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from vispy import gloo, scene
+from vispy.visuals.visual import CompoundVisual
+
+_BLIT_VERT = """
+attribute vec2 a_position;
+varying vec2 v_uv;
+void main() {
+    v_uv = 0.5 * (a_position + 1.0);
+    gl_Position = vec4(a_position, 0.0, 1.0);
+}
+"""
+_BLIT_FRAG = """
+uniform sampler2D u_picture;
+varying vec2 v_uv;
+void main() {
+    gl_FragColor = vec4(texture2D(u_picture, v_uv).rgb, 1.0);
+}
+"""
+
+
+def _visible(node) -> bool:
+    """The node and every ancestor visible (a hidden ancestor hides the subtree)."""
+    while node is not None:
+        if not node.visible:
+            return False
+        node = node.parent
+    return True
+
+
+class RegionCachedCanvas(scene.SceneCanvas):
+    """A SceneCanvas drawn through a cached texture, with separately redrawn regions (see the module)."""
+
+    def __init__(self, *args, budget_s: float | None = None, **kwargs):
+        self._regions: dict = {}        # node -> its spill (dx, dy), canvas pixels; in registration order
+        self._stale: dict = {}          # node -> None: regions to redraw, the longest stale first
+        self._fbo = None
+        self._picture = None            # the colour texture of _fbo
+        self._blit = None
+        self._layout = None             # where the visible regions were when the cache was drawn (_placement)
+        self._rects: dict = {}          # node -> its pixel rectangle, for that layout
+        self._cost: dict = {}           # node -> seconds its last redraw took (what the budget counts;
+                                        # a region not timed yet is drawn only as the first of a draw)
+        self.budget_s = budget_s        # seconds of region redraws per draw (at least one region); None: all
+        self.last_draw: dict = {"full": False, "regions": 0}   # what the last draw did (tests, benches)
+        self.full_draws = 0             # how many draws drew the whole scene into the cache
+        super().__init__(*args, **kwargs)
+
+    # ---- regions ---------------------------------------------------------------------------------
+    def add_region(self, node, spill=(0, 0)) -> None:
+        """Register ``node`` (a scene widget of this canvas) as a region, its rectangle grown by ``spill`` (dx,
+        dy canvas pixels on each side); it is drawn with the whole scene until the first ``invalidate``."""
+        self._regions[node] = (float(spill[0]), float(spill[1]))
+
+    def remove_region(self, node) -> None:
+        self._regions.pop(node, None)
+        self._stale.pop(node, None)
+        self._cost.pop(node, None)
+
+    def invalidate(self, node=None) -> None:
+        """Mark region ``node`` stale (its next redraw comes at a later draw; call ``update()``), or with
+        None the whole cache (the next draw draws the whole scene)."""
+        if node is None:
+            self._layout = None
+        elif node in self._regions and node not in self._stale:
+            self._stale[node] = None
+
+    @property
+    def stale(self) -> bool:
+        """A visible region (or the whole cache) waits for a redraw."""
+        if self._layout is None:
+            return any(_visible(n) for n in self._regions)
+        return any(_visible(n) for n in self._stale)
+
+    # ---- drawing ---------------------------------------------------------------------------------
+    def draw_visual(self, visual, event=None):
+        if visual is not self.scene or self._fb_stack:
+            return super().draw_visual(visual, event)      # render(), or a subtree: drawn directly
+        regions = [n for n in self._regions if _visible(n)]
+        if not regions:
+            self.last_draw = {"full": False, "regions": 0}
+            return super().draw_visual(visual, event)
+        self.set_current()
+        size = tuple(int(v) for v in self.physical_size)
+        if self._fbo is None or self._picture.shape[:2] != size[::-1]:
+            self._make_cache(size)
+            self._layout = None
+        if self._placement(regions) != self._layout:
+            self._draw_all()
+            # the draw laid the grids out: where the regions are now, as the cache holds them
+            self._layout = self._placement(regions)
+            self._rects = {n: self._pixel_rect(n) for n in regions}
+            for n in regions:
+                self._stale.pop(n, None)
+            self.last_draw = {"full": True, "regions": len(regions)}
+            self.full_draws += 1
+        else:
+            spent, drawn = 0.0, 0
+            for n in [n for n in self._stale if _visible(n)]:
+                if drawn and self.budget_s is not None and spent + self._cost.get(n, math.inf) > self.budget_s:
+                    continue      # a later, cheaper region may still fit; this one is first next time
+                start = time.perf_counter()
+                self._draw_region(n)
+                self._cost[n] = time.perf_counter() - start
+                spent += self._cost[n]
+                del self._stale[n]
+                drawn += 1
+            self.last_draw = {"full": False, "regions": drawn}
+        self._show_picture()
+
+    def _placement(self, regions) -> tuple:
+        """What decides where the ``regions`` lie: the canvas's size, and the position and size of each region
+        and of the widgets holding it (cheap to compare, unlike the transforms)."""
+        places = []
+        for n in regions:
+            node = n
+            while node is not None and node is not self.scene:
+                places.append((id(node), tuple(getattr(node, "pos", ())), tuple(getattr(node, "size", ()))))
+                node = node.parent
+        return tuple(int(v) for v in self.physical_size), tuple(places)
+
+    def _make_cache(self, size) -> None:
+        width, height = size
+        self._picture = gloo.Texture2D(shape=(height, width, 4), interpolation="nearest",
+                                       wrapping="clamp_to_edge")
+        self._fbo = gloo.FrameBuffer(color=self._picture, depth=gloo.RenderBuffer((height, width)))
+        if self._blit is None:
+            self._blit = gloo.Program(_BLIT_VERT, _BLIT_FRAG)
+            self._blit["a_position"] = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
+        self._blit["u_picture"] = self._picture
+
+    def _pixel_rect(self, node) -> tuple[int, int, int, int]:
+        """``node``'s rectangle (with its spill) in the cache's pixels, GL-style (x, y from the bottom, w, h),
+        within the canvas; edges rounded the same way for neighbours, so adjacent regions neither overlap nor
+        leave a gap."""
+        w, h = node.size
+        corners = node.get_transform("visual", "canvas").map(np.array([[0.0, 0.0], [w, h]]))
+        corners = corners[:, :2] / corners[:, 3:4]
+        dx, dy = self._regions.get(node, (0.0, 0.0))
+        (left, top), (right, bottom) = corners.min(axis=0) - (dx, dy), corners.max(axis=0) + (dx, dy)
+        scale = self.physical_size[0] / max(self.size[0], 1)
+        width, height = (int(v) for v in self.physical_size)
+        left, right = (min(max(int(np.rint(v * scale)), 0), width) for v in (left, right))
+        top, bottom = (min(max(int(np.rint(v * scale)), 0), height) for v in (top, bottom))
+        return left, height - bottom, right - left, bottom - top
+
+    def _draw_all(self) -> None:
+        self.push_fbo(self._fbo, (0, 0), self.size)
+        try:
+            self.context.clear(color=self.bgcolor, depth=True)
+            super().draw_visual(self.scene)
+        finally:
+            self.pop_fbo()
+
+    def _draw_region(self, node) -> None:
+        """Clear ``node``'s rectangle of the cache and draw there, clipped to it, its subtree and those of the
+        visible regions overlapping it."""
+        rect = self._rects[node]
+        x, y, w, h = rect
+        if w <= 0 or h <= 0:
+            return
+        drawn = [n for n, r in self._rects.items() if n is node or (_visible(n) and _overlap(rect, r))]
+        self.push_fbo(self._fbo, (0, 0), self.size)
+        try:
+            gloo.set_state(scissor_test=True)
+            gloo.set_scissor(x, y, w, h)
+            self.context.clear(color=self.bgcolor, depth=True)
+            self._drawing = True
+            for each in drawn:
+                self._draw_subtree(each)
+        finally:
+            self._drawing = False
+            gloo.set_state(scissor_test=False)
+            self.pop_fbo()
+
+    def _draw_subtree(self, node) -> None:
+        invisible = None
+        for each, start in self._generate_draw_order(node):
+            if not start:
+                if each is invisible:
+                    invisible = None
+                continue
+            if invisible is not None:
+                continue
+            if not each.visible:
+                invisible = each
+            elif hasattr(each, "draw") and not _draws_nothing(each):
+                each.draw()
+
+    def _show_picture(self) -> None:
+        gloo.set_state(blend=False, depth_test=False, cull_face=False, scissor_test=False)
+        self._blit.draw("triangle_strip")
+
+
+def _overlap(a, b) -> bool:
+    """Two (x, y, w, h) rectangles share pixels."""
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def _draws_nothing(node) -> bool:
+    """A compound of hidden parts only (a layout grid without border or background). Its draw would only lay
+    out its children (scene.widgets.Grid), which the full draw the cache started from has done already; a
+    change of layout moves a region, and a moved region makes the next draw a full one."""
+    return isinstance(node, CompoundVisual) and not any(v.visible for v in node._subvisuals)

@@ -1,0 +1,117 @@
+"""The live plots drawn through a cached picture (render/cached_canvas.py, under Xvfb): what the plot dock shows
+is what a full draw of the scene gives, also when a refresh is spread over several draws; a refresh redraws only
+the parts whose content changed; the window spreads it over frames while running and draws it whole when paused.
+
+Pixels on screen are read with ``grabFramebuffer()`` (a paint of the widget: the cached path); the reference is
+``canvas.render()``, which always draws the whole scene directly.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6 import QtGui  # noqa: E402
+
+from latticelab.render.plots import X_AXIS  # noqa: E402
+
+
+def shown(canvas) -> np.ndarray:
+    """RGB of the canvas as its widget paints it (one draw through the cache)."""
+    image = canvas.native.grabFramebuffer().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+    width, height = image.width(), image.height()
+    raw = np.frombuffer(image.constBits(), np.uint8).reshape(height, image.bytesPerLine())
+    return raw[:, :width * 4].reshape(height, width, 4)[..., :3].astype(int).copy()
+
+
+def direct(canvas) -> np.ndarray:
+    """RGB of the whole scene drawn directly (no cache)."""
+    return canvas.render(alpha=False).astype(int)
+
+
+def differing(a: np.ndarray, b: np.ndarray) -> float:
+    """The share of pixels that differ by more than rounding."""
+    assert a.shape == b.shape
+    return float((np.abs(a - b).max(axis=2) > 8).mean())
+
+
+def run(qtbot, window, steps: int) -> None:
+    done = []
+    window.run_steps(steps, then=lambda: done.append(True))
+    qtbot.waitUntil(lambda: bool(done), timeout=30000)
+
+
+@pytest.fixture
+def window(make_window, qtbot):
+    w = make_window(L=16, T=2.2, seed=3)
+    qtbot.waitUntil(lambda: w.plots is not None and w.plots.built, timeout=30000)
+    return w
+
+
+def test_cached_plots_show_what_a_full_draw_shows(window, qtbot):
+    canvas = window.plot_canvas
+    run(qtbot, window, 30)
+    canvas.budget_s = None
+    first = shown(canvas)
+    assert differing(first, direct(canvas)) < 0.0005
+    # lines, titles (running mean) and the time axis all changed: drawn again region by region, one per draw
+    run(qtbot, window, 30)
+    assert canvas.stale
+    canvas.budget_s = 0.0
+    draws = 0
+    while canvas.stale:
+        image = shown(canvas)
+        assert not canvas.last_draw["full"] and canvas.last_draw["regions"] == 1
+        draws += 1
+        assert draws < 100
+    assert draws > 1
+    assert differing(image, first) > 0.001           # the new data is on screen
+    assert differing(image, direct(canvas)) < 0.0005  # and the picture is the one a full draw makes
+
+
+def test_a_refresh_redraws_only_what_changed(window, qtbot):
+    canvas, plots = window.plot_canvas, window.plots
+    run(qtbot, window, 20)
+    shown(canvas)
+    assert not canvas.stale
+    times, values = window.runner.history.arrays()
+    plots.update(times, values)            # the same data again: nothing to draw
+    assert not canvas.stale
+    # one series changes its last value only, within its range: its plot area is stale, its axis is not
+    key = plots.series[0].key
+    changed = dict(values)
+    changed[key] = np.array(values[key], float)
+    changed[key][-1] = 0.5 * (changed[key][-2] + changed[key][-1])
+    plots.update(times, changed)
+    stale = {k for k, widget in plots.regions.items() if widget in canvas._stale}
+    assert (key, "plot") in stale and (key, "y axis") not in stale and X_AXIS not in stale
+    assert all(k[0] == key for k in stale)
+
+
+def test_running_spreads_the_plots_over_frames_and_pausing_draws_them_all(window, qtbot):
+    canvas = window.plot_canvas
+    window.set_running(True)
+    assert canvas.budget_s is not None
+    qtbot.waitUntil(lambda: window.model.step_count > 40, timeout=30000)
+    window.set_running(False)
+    assert canvas.budget_s is None
+    qtbot.waitUntil(lambda: not canvas.stale, timeout=10000)   # the pause drew what was left, at once
+    window._update_plots(force=True)
+    qtbot.waitUntil(lambda: not canvas.stale, timeout=10000)
+    assert differing(shown(canvas), direct(canvas)) < 0.0005
+
+
+def test_a_resized_canvas_draws_the_whole_scene_again(window, qtbot):
+    canvas = window.plot_canvas
+    run(qtbot, window, 10)
+    shown(canvas)
+    assert not canvas.stale
+    full_draws = canvas.full_draws
+    width, height = canvas.native.width(), canvas.native.height()
+    canvas.native.resize(width - 40, height - 30)      # the cached picture no longer fits: all drawn anew
+    image = shown(canvas)
+    assert canvas.full_draws > full_draws
+    assert image.shape[:2] == (height - 30, width - 40)
+    assert differing(image, direct(canvas)) < 0.0005
