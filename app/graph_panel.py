@@ -7,28 +7,83 @@ controls are disabled. The curve needs the model's schema to name its rewiring p
 (``Params.rewiring_field``); the models at other p are built through the registry-generic
 ``type(model).create`` (sim/analysis/graph.py ``curve_for``).
 
-All graph work runs in a worker QThread: the window only hands it the edges (read on the GUI thread, so the
-running model is never touched from another thread) or the model's class and parameters, and draws what
-comes back, point by point. Installed with one line: ``graph_panel.install(window)``.
+All graph work runs off the GUI thread: the window only takes a copy of what the graph is made from, and draws
+what comes back, point by point. Even reading the edges is not done on the GUI thread: at 3D L = 128 ``edges()``
+alone takes about half a second. For a NumPy model the GUI thread takes the model's state (sim/state.py
+``state_of``: a copy of its arrays, a few ms) and a worker QThread hands it to the dock's worker process
+(app/stepping.py ``ModelProcess``), whose copy of the model reads its edges and measures them there: the
+measures are long C calls that hold Python's GIL (seconds for two million vertices), which from a thread would
+stall the window. Otherwise (a CUDA model, or no process to be had) the worker thread reads the edges of a
+shallow copy of the model (``copy.copy``: a model that rewires replaces its graph object rather than changing it,
+so the copy keeps the graph of the moment it was taken) and measures them itself. Meanwhile the dock says
+"computing…". The small-world curve gets the model's class and parameters and builds its own models.
+Installed with one line: ``graph_panel.install(window)``.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import math
+import threading
 from typing import Callable
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.analysis_dock import RIGHT, AnalysisDock, info_label, install_dock, make_canvas
+from latticelab.app.stepping import ModelProcess, ProcessGone
 from latticelab.render.graph_plots import DegreePlot, SmallWorldPlot
 from latticelab.sim.analysis import graph as G
 from latticelab.sim.model import HasGraph
+from latticelab.sim.state import state_of
 
 log = logging.getLogger(__name__)
 
 EXACT_PATH_LIMIT = 2000   # vertices: exact mean path length up to this size, else sampled sources
 PATH_SAMPLES = 32
+USE_PROCESS = True         # NumPy models measured in the worker process (False: on the worker thread)
+COMPUTING_TEXT = "computing graph measures…"
+
+
+class _GraphProcess(ModelProcess):
+    """The dock's worker process, which can be ended during a call (the window closing while a large graph is
+    measured): the waiting thread then gets ``ProcessGone``."""
+
+    def abort(self) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()            # the caller's read of the reply then ends: ProcessGone
+
+
+_process: _GraphProcess | None = None
+_process_lock = threading.Lock()
+
+
+def graph_process() -> _GraphProcess:
+    global _process
+    with _process_lock:
+        if _process is None:
+            _process = _GraphProcess("latticelab-graph")
+        return _process
+
+
+def measure_in_process(model, samples: int | None) -> dict:
+    """The worker process's part: its copy of the model, brought to the window's state, measured there."""
+    return measure_edges(int(math.prod(model.shape)), model.edges(), np, samples)
+
+
+def measure_model(snapshot, state, samples: int | None, cancelled: Callable[[], bool]) -> dict | None:
+    """The worker thread's part: in the worker process when there is a ``state`` to send, else here on the
+    shallow copy ``snapshot``. None when cancelled meanwhile."""
+    if state is not None:
+        try:
+            return graph_process().call(measure_in_process, state, samples)
+        except ProcessGone as exc:
+            if cancelled():
+                return None
+            log.warning("graph measured on a worker thread: %s", exc)
+    n = int(math.prod(snapshot.shape))
+    return measure_edges(n, snapshot.edges(), getattr(snapshot, "xp", np), samples)
 
 
 class Worker(QtCore.QThread):
@@ -83,8 +138,12 @@ def describe(result: dict) -> str:
 
 class GraphPanel(AnalysisDock):
     def __init__(self, model_source: Callable[[], object], parent=None, probabilities=None,
-                 curve_samples: int | None = PATH_SAMPLES):
+                 curve_samples: int | None = PATH_SAMPLES, busy: Callable[[], bool] | None = None):
+        """``busy()``: True while something else (the window's stepping worker) writes the model's arrays; no
+        copy of its state is taken then."""
         super().__init__("Graph", "graph_dock", parent, model_source)
+        self.busy = busy or (lambda: False)
+        self.measures_started = 0
         self.probabilities = G.default_probabilities(9) if probabilities is None else probabilities
         self.curve_samples = curve_samples
         self.result = None
@@ -137,13 +196,15 @@ class GraphPanel(AnalysisDock):
         identity = (id(model), model.params)
         if (identity == self._identity and not force) or self._measure_worker is not None:
             return False
+        snapshot, state = self._copy(model)
+        if snapshot is None:
+            return False                           # the stepping worker writes the model: the next tick
         self._identity = identity
         n = int(math.prod(model.shape))
-        edges = model.edges()                      # read here, on the GUI thread
-        xp = getattr(model, "xp", np)
         samples = None if n <= EXACT_PATH_LIMIT else PATH_SAMPLES
-        self.info.setText(self.info.text() or "measuring…")
-        worker = Worker(lambda emit, cancelled: measure_edges(n, edges, xp, samples), self)
+        self.info.setText(COMPUTING_TEXT)
+        self.measures_started += 1
+        worker = Worker(lambda emit, cancelled: measure_model(snapshot, state, samples, cancelled), self)
         worker.done.connect(self._measured)
         worker.failed.connect(self._failed)
         worker.finished.connect(lambda: setattr(self, "_measure_worker", None))
@@ -151,7 +212,22 @@ class GraphPanel(AnalysisDock):
         worker.start()
         return True
 
-    def _measured(self, result: dict) -> None:
+    def _copy(self, model):
+        """On the GUI thread: (shallow copy, state for the worker process or None), or (None, None) while the
+        model's arrays are being written."""
+        if self.busy():
+            return None, None
+        state = None
+        if USE_PROCESS and getattr(model, "backend_name", "numpy") == "numpy":
+            try:
+                state = state_of(model)
+            except Exception as exc:     # a model without a complete state: measured on the worker thread
+                log.debug("no state for the graph process: %s", exc)
+        return copy.copy(model), state
+
+    def _measured(self, result: dict | None) -> None:
+        if result is None:            # cancelled
+            return
         self.result = result
         self.info.setText(describe(result))
         self.degree_plot.set_data(result["histogram"])
@@ -214,6 +290,10 @@ class GraphPanel(AnalysisDock):
         for worker in (self._curve_worker, self._measure_worker):
             if worker is not None:
                 worker.cancel()
+        if self._measure_worker is not None and _process is not None:
+            _process.abort()          # a long measurement in the process ends now; the thread then returns
+        for worker in (self._curve_worker, self._measure_worker):
+            if worker is not None:
                 worker.wait()
 
     def closeEvent(self, event) -> None:
@@ -224,5 +304,8 @@ class GraphPanel(AnalysisDock):
 def install(window, area=RIGHT) -> GraphPanel:
     """Add the dock to a main window with a ``model`` attribute; a tab beside the live plots when present."""
     # the window closing stops the workers first
-    return install_dock(window, GraphPanel(lambda: window.model, parent=window), "graph_panel", area,
-                        stop_with_window=True)
+    def stepping() -> bool:   # the window's stepping worker (app/stepping.py) is writing the model's arrays
+        return bool(getattr(getattr(window, "stepper", None), "busy", False))
+
+    return install_dock(window, GraphPanel(lambda: window.model, parent=window, busy=stepping), "graph_panel",
+                        area, stop_with_window=True)

@@ -160,23 +160,29 @@ class SignalPanel(CapabilityDock):
         return class_has(model_class, HasSignal)
 
     def _plot_steps(self):
-        """Make the canvas and its plots, a plot per step, once (``_plots``, or ahead: ``stage_for``): text and
-        axes cost a second or more on software GL, which a window that never runs a model with a signal need
-        not pay."""
+        """Make the canvas and its plots, a piece of a plot per step (its title, each axis, its view, its lines:
+        render/spectral.py ``_Plot.in_steps``), once (``_plots``, or ahead: ``stage_for``): text and axes cost a
+        second or more on software GL, which a window that never runs a model with a signal need not pay."""
         self.canvas = make_canvas("signal_canvas", (420, 620), (300, 360))
         grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
         self._layout.insertWidget(0, self.canvas.native, 1)
         yield "canvas"
-        self.signal_plot = TimePlot(grid.add_grid(row=0, col=0), "signal", "time (ms)", "mV", {"signal": EEG_COLOUR})
-        yield "signal plot"
-        self.spectrum_plot = PeriodogramPlot(grid.add_grid(row=1, col=0), SPECTRUM_MAX_HZ, "mV")
-        yield "periodogram"
-        self.probe_plot = TimePlot(grid.add_grid(row=2, col=0), "picked cell", "time (ms)", "mV",
-                                   {"probe": PROBE_COLOUR})
-        yield "probe plot"
-        self.rate_plot = TimePlot(grid.add_grid(row=3, col=0), "firing rate", "time (ms)", "Hz per cell",
-                                  {i: c for i, c in enumerate(RATE_COLOURS)})
-        yield "rate plot"
+        plots = (("signal_plot", TimePlot, ("signal", "time (ms)", "mV", {"signal": EEG_COLOUR})),
+                 ("spectrum_plot", PeriodogramPlot, (SPECTRUM_MAX_HZ, "mV")),
+                 ("probe_plot", TimePlot, ("picked cell", "time (ms)", "mV", {"probe": PROBE_COLOUR})),
+                 ("rate_plot", TimePlot, ("firing rate", "time (ms)", "Hz per cell",
+                                          {i: c for i, c in enumerate(RATE_COLOURS)})))
+        for row, (name, kind, args) in enumerate(plots):
+            cell = grid.add_grid(row=row, col=0)
+            yield f"{name} cell"
+            pieces = kind.in_steps(cell, *args)
+            while True:
+                try:
+                    piece = next(pieces)
+                except StopIteration as made:
+                    setattr(self, name, made.value)
+                    break
+                yield f"{name} {piece}"
 
     def _set_available(self, model) -> None:
         """Shown (and raised) when a model with a signal arrives; hidden for one without."""

@@ -155,9 +155,9 @@ def case_spectrum(window, probe, args, running: bool) -> dict:
     shown: list[float] = []
     draw = panel._show
 
-    def counting_show(job, result):        # count the spectra drawn and how long each took on the worker
+    def counting_show(job, result, *rest):  # count the spectra drawn and how long each took on the worker
         shown.append(result.seconds)
-        return draw(job, result)
+        return draw(job, result, *rest)
 
     panel._show = counting_show
     panel.hide()

@@ -16,11 +16,12 @@ MARK_COLOUR = (0.85, 0.85, 0.85, 0.6)
 class DegreePlot(_Plot):
     """Vertices per degree, as a step line (log10 of the count + 1, so hubs of scale-free graphs show)."""
 
-    def __init__(self, parent_grid):
-        super().__init__(parent_grid, "degree distribution", "degree", "log10(1 + vertices)")
+    def _steps(self, parent_grid):
+        yield from super()._steps(parent_grid, "degree distribution", "degree", "log10(1 + vertices)")
         self.line = scene.visuals.Line(np.zeros((2, 2), np.float32), color=DEGREE_COLOUR, width=2,
                                        parent=self.view.scene)
         self.data = None
+        yield "line"
 
     def set_data(self, histogram) -> None:
         counts = np.asarray(histogram, np.float64)
@@ -36,8 +37,8 @@ class SmallWorldPlot(_Plot):
     """C(p)/C(0) (blue) and l(p)/l(0) (red) against log10 p, points added as they arrive; a vertical line
     marks the running model's p."""
 
-    def __init__(self, parent_grid):
-        super().__init__(parent_grid, "small world: C(p)/C(0) blue, l(p)/l(0) red", "log10 p", "ratio")
+    def _steps(self, parent_grid):
+        yield from super()._steps(parent_grid, "small world: C(p)/C(0) blue, l(p)/l(0) red", "log10 p", "ratio")
         self.clustering = scene.visuals.Markers(parent=self.view.scene)
         self.path = scene.visuals.Markers(parent=self.view.scene)
         for markers in (self.clustering, self.path):   # empty Markers have no bounds: a hidden point until data
@@ -47,6 +48,7 @@ class SmallWorldPlot(_Plot):
                                        parent=self.view.scene)
         self.data = None
         self.current_p = None
+        yield "markers"
 
     def set_data(self, p, clustering_ratio, path_ratio, current_p: float | None = None) -> None:
         x = np.log10(np.asarray(p, np.float64))

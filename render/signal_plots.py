@@ -4,7 +4,8 @@ scale (thesis 003, figure 8.11), and a length against time on log-log axes with 
 coarsening of phase separation, t^(1/3)).
 
 Each plot fills a VisPy grid cell with a title, labelled axes and a view (render/spectral.py ``_Plot``); its
-``data`` attribute keeps what it last drew, for tests and exports.
+``data`` attribute keeps what it last drew, for tests and exports. Each can be made a piece at a time
+(``Plot.in_steps(...)``, a generator returning the plot) as well as at once (``Plot(...)``).
 """
 from __future__ import annotations
 
@@ -28,12 +29,13 @@ def _line(view, colour, width=1.5):
 class TimePlot(_Plot):
     """One or more series (``colours``: key -> RGBA) against a common time axis."""
 
-    def __init__(self, parent_grid, title: str, x_label: str, y_label: str, colours: dict):
-        super().__init__(parent_grid, title, x_label, y_label)
+    def _steps(self, parent_grid, title: str, x_label: str, y_label: str, colours: dict):
+        yield from super()._steps(parent_grid, title, x_label, y_label)
         self.lines = {key: _line(self.view, colour) for key, colour in colours.items()}
         for line in self.lines.values():
             line.visible = False
         self.data = None
+        yield "lines"
 
     def set_data(self, t, series: dict, x_range: tuple[float, float] | None = None) -> None:
         """``t``: (n,) times; ``series[key]``: (n,) values (NaN where undefined). ``x_range``: the time span to
@@ -57,13 +59,14 @@ class TimePlot(_Plot):
 class PeriodogramPlot(_Plot):
     """log10 of the power against frequency (the thesis's semi-log periodogram), up to ``f_max`` Hz."""
 
-    def __init__(self, parent_grid, f_max: float, unit: str = ""):
+    def _steps(self, parent_grid, f_max: float, unit: str = ""):
         power = f"log10 power ({unit}^2)" if unit else "log10 power"
-        super().__init__(parent_grid, "periodogram", "frequency (Hz)", power)
+        yield from super()._steps(parent_grid, "periodogram", "frequency (Hz)", power)
         self.f_max = float(f_max)
         self.line = _line(self.view, SPECTRUM_COLOUR)
         self.line.visible = False
         self.data = None
+        yield "line"
 
     def set_data(self, freqs, psd) -> None:
         f = np.asarray(freqs, np.float64)
@@ -80,13 +83,14 @@ class PeriodogramPlot(_Plot):
 class CoarseningPlot(_Plot):
     """log10 length against log10 time, with a guide line of slope ``exponent`` through the latest point."""
 
-    def __init__(self, parent_grid, title: str, exponent: float, time_label: str = "time"):
-        super().__init__(parent_grid, title, f"log10 {time_label}", "log10 length")
+    def _steps(self, parent_grid, title: str, exponent: float, time_label: str = "time"):
+        yield from super()._steps(parent_grid, title, f"log10 {time_label}", "log10 length")
         self.exponent = float(exponent)
         self.line = _line(self.view, LENGTH_COLOUR, width=2)
         self.guide = _line(self.view, GUIDE_COLOUR)
         self.line.visible = self.guide.visible = False
         self.data = None
+        yield "lines"
 
     def set_data(self, t, length) -> None:
         t, length = np.asarray(t, np.float64), np.asarray(length, np.float64)

@@ -40,6 +40,28 @@ def display_image(magnitude, gamma: float = 0.5, max_side: int = MAX_IMAGE) -> n
     return to_numpy(m).astype(np.float32, copy=False)
 
 
+NICE_STEPS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten that is at least ``value`` > 0."""
+    if not np.isfinite(value) or value <= 0:
+        return value
+    power = 10.0 ** np.floor(np.log10(value))
+    for step in NICE_STEPS:
+        if step * power >= value * (1 - 1e-12):
+            return float(step * power)
+    return float(10 * power)
+
+
+def _own_init(cls):
+    """The ``__init__`` that calling ``cls`` runs: the first class of its MRO up to ``_Plot`` defining one."""
+    for klass in cls.__mro__:
+        if "__init__" in vars(klass):
+            return vars(klass)["__init__"]
+    return object.__init__
+
+
 class SpectrumImageView:
     """The 2D magnitude as a greyscale image with frequency zero at its centre."""
 
@@ -67,20 +89,43 @@ class SpectrumImageView:
 
 
 class _Plot:
-    """A line plot with axes inside a grid cell."""
+    """A line plot with axes inside a grid cell.
 
-    def __init__(self, parent_grid, title: str, x_label: str, y_label: str):
+    Making one costs a lot on a software renderer (each axis and title is text), so it can be made a piece at a
+    time: ``in_steps`` is a generator that makes the plot in steps (title, y axis, view, x axis, then what the
+    subclass adds) and returns it (``plot = yield from Plot.in_steps(...)``); calling the class makes it at once.
+    A subclass adds its pieces by extending ``_steps`` (yielding after each); one that extends ``__init__``
+    instead is still made by ``in_steps``, in a single step."""
+
+    def __init__(self, *args, **kwargs):
+        for _ in self._steps(*args, **kwargs):
+            pass
+
+    @classmethod
+    def in_steps(cls, *args, **kwargs):
+        """Make the plot a piece per step (yields each piece's name); returns the plot."""
+        if _own_init(cls) is not _Plot.__init__:     # its own __init__ adds pieces ``_steps`` does not know
+            yield cls.__name__
+            return cls(*args, **kwargs)
+        plot = cls.__new__(cls)
+        yield from plot._steps(*args, **kwargs)
+        return plot
+
+    def _steps(self, parent_grid, title: str, x_label: str, y_label: str):
         grid = parent_grid
         self.title = scene.Label(title, color=TEXT, font_size=8)
         self.title.height_max = 20
         grid.add_widget(self.title, row=0, col=1)
+        yield "title"
         self.y_axis = scene.AxisWidget(orientation="left", text_color=TEXT, axis_color=TEXT, tick_color=TEXT,
                                        axis_label=y_label, axis_font_size=7, tick_font_size=6,
                                        axis_label_margin=34, tick_label_margin=4)
         self.y_axis.width_max = 60
         grid.add_widget(self.y_axis, row=1, col=0)
+        yield "y axis"
         self.view = grid.add_view(row=1, col=1, bgcolor=BACKGROUND, border_color=(0.3, 0.3, 0.35))
         self.view.camera = scene.PanZoomCamera(interactive=False)
+        yield "view"
         self.x_axis = scene.AxisWidget(orientation="bottom", text_color=TEXT, axis_color=TEXT, tick_color=TEXT,
                                        axis_label=x_label, axis_font_size=7, tick_font_size=6,
                                        axis_label_margin=24, tick_label_margin=12)
@@ -88,9 +133,13 @@ class _Plot:
         grid.add_widget(self.x_axis, row=2, col=1)
         self.x_axis.link_view(self.view)
         self.y_axis.link_view(self.view)
+        yield "x axis"
 
-    def _fit(self, x, y, y_floor: float | None = None):
-        """Fit the camera to the points; ``y_floor``: the y axis starts there (a quantity that is never below)."""
+    def _fit(self, x, y, y_floor: float | None = None, nice_top: bool = False):
+        """Fit the camera to the points; ``y_floor``: the y axis starts there (a quantity that is never below);
+        ``nice_top``: the y axis ends at a round number (``nice_ceiling``), so data that moves a little from one
+        update to the next leaves the axes as they are. The camera is only told of a change: a new range lays
+        out and uploads the axes' tick labels again at the next draw."""
         x0, x1 = (float(np.min(x)), float(np.max(x))) if len(x) else (0.0, 1.0)
         y0, y1 = (float(np.min(y)), float(np.max(y))) if len(y) else (0.0, 1.0)
         if y_floor is not None:
@@ -100,19 +149,26 @@ class _Plot:
         if y1 <= y0:
             y1 = y0 + 1
         # the rect itself: set_range() pads every side by a fixed amount, which pushed these axes below zero
-        self.view.camera.rect = (x0, y0, x1 - x0, 1.05 * (y1 - y0))
+        height = 1.05 * (y1 - y0)
+        if nice_top:
+            height = nice_ceiling(height)
+        rect = (x0, y0, x1 - x0, height)
+        now = self.view.camera.rect
+        if (now.left, now.bottom, now.width, now.height) != rect:
+            self.view.camera.rect = rect
 
 
 class SphericalMeanPlot(_Plot):
     """Spherical mean against log2 |k| (as the thesis' figure 7.16), with mean +- std when averaged."""
 
-    def __init__(self, parent_grid):
-        super().__init__(parent_grid, "spherical mean", "log2 |k|", "mean |FFT|")
+    def _steps(self, parent_grid):
+        yield from super()._steps(parent_grid, "spherical mean", "log2 |k|", "mean |FFT|")
         self.mean_line = scene.visuals.Line(np.zeros((2, 2), np.float32), color=MEAN_COLOUR, width=2,
                                             parent=self.view.scene)
         self.band = scene.visuals.Line(np.zeros((2, 2), np.float32), color=SPREAD_COLOUR, connect="segments",
                                        parent=self.view.scene)
         self.data = None
+        yield "lines"
 
     def set_data(self, spherical: SphericalMean | SphericalSummary) -> None:
         x = np.log2(spherical.k)
@@ -130,18 +186,19 @@ class SphericalMeanPlot(_Plot):
         else:
             self.band.visible = False
             lo = hi = y
-        self._fit(x, np.concatenate([lo, hi]), y_floor=0.0)
+        self._fit(x, np.concatenate([lo, hi]), y_floor=0.0, nice_top=True)
 
 
 class ClusterHistogramPlot(_Plot):
     """Number of clusters per size bin [2^i, 2^(i+1)) of two kinds (Ising: up and down spins) as two step lines."""
 
-    def __init__(self, parent_grid):
-        super().__init__(parent_grid, "cluster sizes", "log2 cluster size", "clusters")
+    def _steps(self, parent_grid):
+        yield from super()._steps(parent_grid, "cluster sizes", "log2 cluster size", "clusters")
         self.up = scene.visuals.Line(np.zeros((2, 2), np.float32), color=HIST_COLOUR, width=2,
                                      parent=self.view.scene)
         self.down = scene.visuals.Line(np.zeros((2, 2), np.float32), color=HIST_DOWN_COLOUR, width=2,
                                        parent=self.view.scene)
+        yield "lines"
         # the key, in the view's pixels at its top right (where the counts of large clusters are low)
         self.key = scene.visuals.Text(["up", "down"], color=np.array([HIST_COLOUR, HIST_DOWN_COLOUR]),
                                       font_size=7, anchor_x="right", anchor_y="center", parent=self.view)
@@ -149,6 +206,7 @@ class ClusterHistogramPlot(_Plot):
         self.view.events.resize.connect(lambda event=None: self._place_key())
         self._place_key()
         self.data = None
+        yield "key"
 
     def _place_key(self) -> None:
         width = float(self.view.size[0])
@@ -178,4 +236,4 @@ class ClusterHistogramPlot(_Plot):
         down = self.steps(edges, np.asarray(down_counts))
         self.up.set_data(up)
         self.down.set_data(down)
-        self._fit(up[:, 0], np.concatenate([up[:, 1], down[:, 1]]), y_floor=0.0)
+        self._fit(up[:, 0], np.concatenate([up[:, 1], down[:, 1]]), y_floor=0.0, nice_top=True)

@@ -68,3 +68,29 @@ def test_graph_tab_disabled_without_a_graph(make_window, qtbot):
     assert "no interaction graph" in panel.info.text()
     assert not panel.measure_button.isEnabled() and not panel.curve_button.isEnabled()
     assert G.rewiring_field(window.model) is None
+
+
+def test_the_edges_are_read_off_the_gui_thread_while_it_says_computing(make_window, qtbot, monkeypatch):
+    """No edge is read on the GUI thread (3D L = 128 takes half a second): with the worker process the model's
+    copy there reads them; without it, the worker thread reads them from a copy of the model."""
+    import threading
+
+    from latticelab.app import graph_panel
+
+    window = make_window(L=16, p=0.1, seed=2)
+    panel = show_panel(window, qtbot)
+    qtbot.waitUntil(lambda: panel._measure_worker is None, timeout=30000)
+    readers = []
+    real_edges = type(window.model).edges
+    monkeypatch.setattr(type(window.model), "edges",
+                        lambda self: (readers.append(threading.current_thread()), real_edges(self))[1])
+    for in_process in (True, False):
+        monkeypatch.setattr(graph_panel, "USE_PROCESS", in_process)
+        panel.result = None
+        assert panel.refresh(force=True)
+        assert panel.info.text() == graph_panel.COMPUTING_TEXT     # until the numbers come
+        assert readers == [] or threading.main_thread() not in readers
+        qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
+        assert "256 vertices" in panel.info.text()
+    # the process read them in its own copy of the model; the worker thread read them here, off the GUI thread
+    assert readers and threading.main_thread() not in readers

@@ -1,0 +1,112 @@
+"""The docks' plots are made a piece per step, and the Spectrum dock shows a new result a piece per draw and is
+prepared while hidden a step per timer tick (issue 16: no frame waits long for them on a software renderer).
+Steps and draws are counted; nothing is timed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6 import QtCore  # noqa: E402
+from vispy import scene  # noqa: E402
+
+from latticelab.render.signal_plots import TimePlot  # noqa: E402
+from latticelab.render.spectral import _Plot, nice_ceiling  # noqa: E402
+
+
+def test_a_plot_made_in_steps_is_the_plot_made_at_once(qtbot):
+    canvas = scene.SceneCanvas(keys=None, app="pyside6", show=False)
+    grid = canvas.central_widget.add_grid()
+    steps = TimePlot.in_steps(grid.add_grid(row=0, col=0), "rate", "t", "Hz", {0: (1, 0, 0, 1)})
+    names = []
+    while True:
+        try:
+            names.append(next(steps))
+        except StopIteration as made:
+            plot = made.value
+            break
+    assert names == ["title", "y axis", "view", "x axis", "lines"]
+    at_once = TimePlot(grid.add_grid(row=1, col=0), "rate", "t", "Hz", {0: (1, 0, 0, 1)})
+    for made in (plot, at_once):
+        made.set_data(np.arange(5.0), {0: np.arange(5.0) ** 2})
+    assert plot.title.text == at_once.title.text == "rate"
+    assert plot.y_axis.axis.axis_label == at_once.y_axis.axis.axis_label == "Hz"
+    assert tuple(plot.view.camera.rect.size) == tuple(at_once.view.camera.rect.size)
+    np.testing.assert_array_equal(plot.lines[0].pos, at_once.lines[0].pos)
+
+
+def test_a_plot_with_its_own_init_is_made_in_one_step(qtbot):
+    class Own(_Plot):
+        def __init__(self, grid):
+            super().__init__(grid, "own", "x", "y")
+            self.extra = True
+
+    canvas = scene.SceneCanvas(keys=None, app="pyside6", show=False)
+    steps = Own.in_steps(canvas.central_widget.add_grid())
+    assert next(steps) == "Own"
+    with pytest.raises(StopIteration) as made:
+        next(steps)
+    assert made.value.value.extra and made.value.value.title.text == "own"
+
+
+def test_nice_ceiling():
+    assert [nice_ceiling(v) for v in (0.9, 1.0, 1.01, 3.3, 47.0, 0.0071)] == pytest.approx(
+        [1.0, 1.0, 1.2, 4.0, 50.0, 0.008])
+
+
+def test_the_signal_dock_makes_each_plot_a_piece_per_step(make_window, qtbot):
+    window = make_window()
+    panel = window.signal_panel
+    names = list(panel._plot_steps())
+    for plot in ("signal_plot", "spectrum_plot", "probe_plot", "rate_plot"):
+        assert [n for n in names if n.startswith(plot)] == [f"{plot} cell", f"{plot} title", f"{plot} y axis",
+                                                            f"{plot} view", f"{plot} x axis",
+                                                            f"{plot} {'line' if plot == 'spectrum_plot' else 'lines'}"]
+        assert isinstance(getattr(panel, plot), _Plot)
+
+
+def _spectrum_window(make_window, qtbot, **params):
+    window = make_window(**params)
+    qtbot.waitExposed(window)
+    return window, window.spectral_panel
+
+
+def test_the_hidden_spectrum_dock_is_prepared_a_few_steps_per_tick(make_window, qtbot):
+    window, panel = _spectrum_window(make_window, qtbot, dim=3, L=16)
+    assert not panel.on_screen()
+    fired = []
+    probe = QtCore.QTimer(interval=1, timerType=QtCore.Qt.TimerType.PreciseTimer)
+    probe.timeout.connect(lambda: fired.append(len(panel.prepared_steps)))
+    probe.start()
+    try:
+        qtbot.waitUntil(lambda: "3D view" in panel.prepared_steps and panel._prepare_iter is None, timeout=30000)
+    finally:
+        probe.stop()
+    steps = list(panel.prepared_steps)
+    assert steps.count("glyphs") >= 5 and "3D view" in steps
+    assert panel._spectrum_ndim == 3              # the first show finds its 3D view made
+    # the event loop ran between the steps: the probe saw the count of steps done grow in many small increments
+    seen = sorted(set(fired))
+    assert len(seen) >= 4 and seen[0] < len(steps)
+    font = panel._fonts.get_font("OpenSans")
+    assert all(c in font._glyphs for c in "|FFT| of spins, box edge")
+
+
+def test_a_new_spectrum_is_shown_a_piece_per_draw(make_window, qtbot):
+    window, panel = _spectrum_window(make_window, qtbot, dim=2, L=32)
+    panel.show()
+    panel.raise_()
+    qtbot.waitUntil(panel.on_screen, timeout=15000)
+    qtbot.waitUntil(lambda: not panel.computing and not panel._pending, timeout=30000)
+    window.model.step(3)
+    panel.pieces_shown.clear()
+    assert panel.request(force=True)
+    qtbot.waitUntil(lambda: len(panel.pieces_shown) == 4 and not panel._pending, timeout=30000)
+    shown = list(panel.pieces_shown)
+    assert [name for _, name in shown] == ["view", "mean", "histogram", "caption"]
+    draws = [draw for draw, _ in shown]
+    assert draws == sorted(draws) and len(set(draws)) == 4   # a draw of the canvas between each two pieces
+    assert f"step {window.model.step_count} " in panel.info.text()
+    assert panel.mean_plot.data is not None and panel.caption.text.startswith("|FFT| of")
