@@ -190,20 +190,26 @@ def test_step_still_refuses_a_diverged_field_after_adaptive_steps():
 @pytest.mark.parametrize("precision", ["single", "double"])
 def test_gpu_adaptive_runs_take_the_numpy_dt_sequence(integrator, precision):
     """The fused kernel's maxima are exact, so the dt sequence is NumPy's while the fields agree closely (the
-    transforms differ in round-off); and the earlier CuPy-array path gives the fused kernel's sequence."""
+    transforms differ in round-off); the step size decided on the device (the default there), the fused kernel
+    read by the host, and the earlier CuPy-array path all give the same sequence."""
     values = dict(L=64, integrator=integrator, precision=precision, time_step="adaptive", dt=0.02, dt_max=2.0,
                   max_change=0.05, noise=0.2, seed=4)
     cpu = CahnHilliardModel.create(backend="numpy", **values)
     gpu = CahnHilliardModel.create(backend="cuda", **values)
+    host = CahnHilliardModel.create(backend="cuda", **values)
+    host.device_control = False
     arrays = CahnHilliardModel.create(backend="cuda", **values)
+    arrays.device_control = False
     arrays.fused_change = False
-    cpu_dts, gpu_dts, array_dts = [], [], []
-    for _ in range(25):
-        for model, dts in ((cpu, cpu_dts), (gpu, gpu_dts), (arrays, array_dts)):
-            model.step(1)
+    cpu_dts, gpu_dts, host_dts, array_dts = [], [], [], []
+    for steps in (1, 1, 3, 20):
+        for model, dts in ((cpu, cpu_dts), (gpu, gpu_dts), (host, host_dts), (arrays, array_dts)):
+            model.step(steps)
             dts.append(model.dt_current)
-    assert isinstance(gpu._change, FusedChange) and arrays._change is None
-    assert gpu_dts == array_dts
+    assert gpu._controlled_on_device() and not host._controlled_on_device()
+    assert isinstance(host._change, FusedChange) and arrays._change is None
+    assert gpu_dts == host_dts == array_dts
+    assert gpu.time == host.time
     if precision == "double":
         np.testing.assert_allclose(gpu_dts, cpu_dts, rtol=1e-9)
     np.testing.assert_allclose(to_numpy(gpu.phi), cpu.phi, atol=1e-9 if precision == "double" else 1e-3)
