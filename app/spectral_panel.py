@@ -51,6 +51,7 @@ from latticelab.app.dialogs import confirm_replace
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
 from latticelab.app.stepping import ModelProcess, ProcessGone
+from latticelab.render.gl_renderer import is_software
 from latticelab.render.isosurface import SpectrumIsoView
 from latticelab.render.plots import one_font_manager, warm_up_steps
 from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
@@ -69,8 +70,6 @@ ISO_STEPS = 1000
 SOFTWARE_GL_FACES = 20_000       # a software renderer's mesh budget (some 60 ms a draw with Mesa llvmpipe, 2 cores)
 STAGE_FACES = 4_000              # faces drawn a slice there (about 2.7 us a face: 11 ms), render/isosurface.py
 SYNC_REMESH_CELLS = 1 << 16      # volumes up to 40^3 are meshed at once on a new iso value; larger ones by a worker
-SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "software", "swiftshader", "gdi generic",
-                      "basic render")
 PREPARE_MS = 40                  # the hidden dock's preparation: a step per tick of a timer this often
 PREPARE_SLICE_S = 0.008          # steps of a tick run until this is spent (at least one)
 GLYPHS = string.ascii_letters + string.digits + string.punctuation + " ±…"
@@ -260,7 +259,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         except Exception as exc:   # no answer: keep the budget, which is harmless on a GPU
             log.debug("GL renderer unknown: %s", exc)
             return
-        self.software_gl = any(name in renderer for name in SOFTWARE_RENDERERS)
+        self.software_gl = is_software(renderer)
         if isinstance(self._spectrum_view, SpectrumIsoView):
             self._spectrum_view.max_faces = self.max_faces()
             self._spectrum_view.set_staging(self.stage_faces())

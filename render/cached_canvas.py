@@ -21,6 +21,11 @@ of the canvas's size, or a change of which regions are visible or where they lie
 regions is drawn only then: everything that changes must lie inside a region. ``render()`` (images, exports)
 always draws the whole scene directly, and a canvas without visible regions draws as a plain SceneCanvas.
 
+The cache is used on a software renderer only (``caching``, decided at the first draw from the context's
+GL_RENDERER): a GPU draws the whole scene in well under a millisecond, and there the canvas draws as a plain
+SceneCanvas (on the NVIDIA driver under Xvfb the cached picture's draw crashed once a dock holding the canvas
+was moved by Reset layout, which re-creates its GL context).
+
 No Qt involved; any VisPy application backend.
 """
 from __future__ import annotations
@@ -31,6 +36,8 @@ import time
 import numpy as np
 from vispy import gloo, scene
 from vispy.visuals.visual import CompoundVisual
+
+from latticelab.render.gl_renderer import current_is_software
 
 _BLIT_VERT = """
 attribute vec2 a_position;
@@ -74,6 +81,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self.budget_s = budget_s        # seconds of region redraws per draw (at least one region); None: all
         self.last_draw: dict = {"full": False, "regions": 0}   # what the last draw did (tests, benches)
         self.full_draws = 0             # how many draws drew the whole scene into the cache
+        self.caching: bool | None = None   # None until the first draw: True on a software renderer
         super().__init__(*args, **kwargs)
 
     # ---- regions ---------------------------------------------------------------------------------
@@ -98,6 +106,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
     @property
     def stale(self) -> bool:
         """A visible region (or the whole cache) waits for a redraw."""
+        if self.caching is False:
+            return False
         if self._layout is None:
             return any(_visible(n) for n in self._regions)
         return any(_visible(n) for n in self._stale)
@@ -106,7 +116,10 @@ class RegionCachedCanvas(scene.SceneCanvas):
     def draw_visual(self, visual, event=None):
         if visual is not self.scene or self._fb_stack:
             return super().draw_visual(visual, event)      # render(), or a subtree: drawn directly
-        regions = [n for n in self._regions if _visible(n)]
+        if self.caching is None:
+            self.set_current()
+            self.caching = bool(current_is_software())
+        regions = [n for n in self._regions if _visible(n)] if self.caching else []
         if not regions:
             self.last_draw = {"full": False, "regions": 0}
             return super().draw_visual(visual, event)

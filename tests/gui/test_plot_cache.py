@@ -47,7 +47,22 @@ def run(qtbot, window, steps: int) -> None:
 def window(make_window, qtbot):
     w = make_window(L=16, T=2.2, seed=3)
     qtbot.waitUntil(lambda: w.plots is not None and w.plots.built, timeout=30000)
+    shown(w.plot_canvas)                          # a draw: the canvas asks its renderer
+    if not w.plot_canvas.caching:
+        pytest.skip("the plot cache is used on software renderers only (a GPU draws the plots directly)")
     return w
+
+
+def test_without_the_cache_the_canvas_draws_as_a_plain_one(make_window, qtbot):
+    w = make_window(L=16, T=2.2, seed=3)
+    qtbot.waitUntil(lambda: w.plots is not None and w.plots.built, timeout=30000)
+    canvas = w.plot_canvas
+    canvas.caching = False                        # what a GPU renderer gets
+    run(qtbot, w, 30)
+    assert not canvas.stale                       # nothing waits for a region redraw: the frame loop asks nothing
+    picture = shown(canvas)
+    assert canvas.last_draw == {"full": False, "regions": 0}
+    assert differing(picture, direct(canvas)) < 0.0005
 
 
 def test_cached_plots_show_what_a_full_draw_shows(window, qtbot):
