@@ -49,6 +49,8 @@ from latticelab.sim.memory import check_fits
 from latticelab.sim.model import Coarsening, Model, Observable
 from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cahn_hilliard import KERNEL_DIR
+from latticelab.sim.models.cahn_hilliard.change_kernel import (CHANGE_FILE, CHANGE_KERNELS, CHANGE_MAX_BLOCKS,
+                                                              CHANGE_THREADS, change_launch)
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
 from latticelab.sim.models.cahn_hilliard.params import SPECTRAL, CahnHilliardParams, phase_amplitude
 from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi
@@ -70,11 +72,6 @@ NOISE_BYTES_PER_AXIS, NOISE_BYTES_FIXED = 40, -8
 FFT_PLAN_BYTES = 16        # cuFFT work area per cell (GPU spectral steps)
 GROWTH, SHRINK = 1.1, 0.5  # adaptive steps change by at most these factors per step
 COUNTERS = ("step_count", "streams_used")
-CHANGE_FILE = KERNEL_DIR / "ch_change.cu"
-CHANGE_THREADS = 256       # CH_CHANGE_THREADS of ch_change.cu
-CHANGE_CELLS_PER_THREAD = 4    # at least, before the grid is capped
-CHANGE_MAX_BLOCKS = 1024
-CHANGE_KERNELS = ("ch_change<float>", "ch_change<double>")
 CONTROL_CHUNK = 4096           # most steps decided on the device between two host synchronisations
 _SIGN = 1 << 63
 _ALL = (1 << 64) - 1
@@ -119,12 +116,6 @@ def decode_keys(words, dtype) -> tuple:
     change, top, neg_bottom = struct.unpack("<3d", struct.pack("<3Q", *bits))
     real = np.dtype(dtype).type
     return real(change), real(top), real(-neg_bottom)
-
-
-def change_launch(n: int, max_blocks: int = CHANGE_MAX_BLOCKS) -> tuple[tuple, tuple]:
-    """(grid, block) of ch_change over n cells: CHANGE_CELLS_PER_THREAD cells a thread or more (grid-stride)."""
-    blocks = max(1, min(max_blocks, -(-n // (CHANGE_THREADS * CHANGE_CELLS_PER_THREAD))))
-    return (blocks,), (CHANGE_THREADS,)
 
 
 class FusedChange:

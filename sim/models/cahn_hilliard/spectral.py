@@ -189,7 +189,7 @@ class SpectralKernels:
                           np.int32(shape[-1] // 2 + 1))
         self.launch = update_launch(shape)
         self.flat = ((-(-self.n // NONLINEAR_THREADS),), (NONLINEAR_THREADS,))
-        from latticelab.sim.models.cahn_hilliard.model import change_launch
+        from latticelab.sim.models.cahn_hilliard.change_kernel import change_launch
         self.reducing = (change_launch(self.n)[0], (NONLINEAR_THREADS,))
 
     def nonlinear(self, phi, out, u, bs):
@@ -254,7 +254,7 @@ class DeviceControl:
         """(dt of each step, the three keys of the last step's statistics), after one ch_change launch on the
         last step (``new`` against ``old``) and one synchronisation."""
         from latticelab.sim.gpu.kernels import get_kernel
-        from latticelab.sim.models.cahn_hilliard.model import CHANGE_FILE, CHANGE_KERNELS, change_launch
+        from latticelab.sim.models.cahn_hilliard.change_kernel import CHANGE_FILE, CHANGE_KERNELS, change_launch
         kernel = get_kernel(self.xp, CHANGE_FILE, CHANGE_KERNELS[new.dtype == np.float64], CHANGE_KERNELS)
         result, clear = self.next_slots()
         kernel(*change_launch(new.size), (new, old, np.int64(new.size), result, clear))
