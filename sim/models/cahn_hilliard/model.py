@@ -48,7 +48,6 @@ from latticelab.sim.backend import to_numpy
 from latticelab.sim.memory import check_fits
 from latticelab.sim.model import Coarsening, Model, Observable
 from latticelab.sim.model import RunHooks, RunOption
-from latticelab.sim.models.cahn_hilliard import KERNEL_DIR
 from latticelab.sim.models.cahn_hilliard.change_kernel import (CHANGE_FILE, CHANGE_KERNELS, CHANGE_MAX_BLOCKS,
                                                               CHANGE_THREADS, change_launch)
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
