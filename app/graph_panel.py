@@ -24,14 +24,13 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import threading
 from typing import Callable
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.analysis_dock import RIGHT, AnalysisDock, info_label, install_dock, make_canvas
-from latticelab.app.stepping import ModelProcess, ProcessGone
+from latticelab.app.stepping import ProcessGone, SharedProcess
 from latticelab.render.graph_plots import DegreePlot, SmallWorldPlot
 from latticelab.sim.analysis import graph as G
 from latticelab.sim.model import HasGraph
@@ -45,26 +44,7 @@ USE_PROCESS = True         # NumPy models measured in the worker process (False:
 COMPUTING_TEXT = "computing graph measures…"
 
 
-class _GraphProcess(ModelProcess):
-    """The dock's worker process, which can be ended during a call (the window closing while a large graph is
-    measured): the waiting thread then gets ``ProcessGone``."""
-
-    def abort(self) -> None:
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.kill()            # the caller's read of the reply then ends: ProcessGone
-
-
-_process: _GraphProcess | None = None
-_process_lock = threading.Lock()
-
-
-def graph_process() -> _GraphProcess:
-    global _process
-    with _process_lock:
-        if _process is None:
-            _process = _GraphProcess("latticelab-graph")
-        return _process
+_worker = SharedProcess("latticelab-graph")   # the dock's worker process, started by its first measurement
 
 
 def measure_in_process(model, samples: int | None) -> dict:
@@ -77,7 +57,7 @@ def measure_model(snapshot, state, samples: int | None, cancelled: Callable[[], 
     shallow copy ``snapshot``. None when cancelled meanwhile."""
     if state is not None:
         try:
-            return graph_process().call(measure_in_process, state, samples)
+            return _worker.get().call(measure_in_process, state, samples)
         except ProcessGone as exc:
             if cancelled():
                 return None
@@ -290,8 +270,8 @@ class GraphPanel(AnalysisDock):
         for worker in (self._curve_worker, self._measure_worker):
             if worker is not None:
                 worker.cancel()
-        if self._measure_worker is not None and _process is not None:
-            _process.abort()          # a long measurement in the process ends now; the thread then returns
+        if self._measure_worker is not None and _worker.started is not None:
+            _worker.started.kill()    # a long measurement in the process ends now; the thread then returns
         for worker in (self._curve_worker, self._measure_worker):
             if worker is not None:
                 worker.wait()

@@ -39,7 +39,6 @@ import collections
 import concurrent.futures
 import logging
 import string
-import threading
 from pathlib import Path
 from typing import Callable
 
@@ -50,8 +49,8 @@ from vispy import scene
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
-from latticelab.app.stepping import ModelProcess, ProcessGone
-from latticelab.render.gl_renderer import is_software
+from latticelab.app.stepping import ProcessGone, SharedProcess
+from latticelab.render.gl_renderer import current_is_software
 from latticelab.render.isosurface import SpectrumIsoView
 from latticelab.render.plots import one_font_manager, warm_up_steps
 from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
@@ -85,16 +84,7 @@ EXPORTS = {  # kind: (file dialog filter, suffix, button text)
 }
 
 
-_process: ModelProcess | None = None     # the docks' worker process, started by the first job that needs it
-_process_lock = threading.Lock()
-
-
-def analysis_process() -> ModelProcess:
-    global _process
-    with _process_lock:
-        if _process is None:
-            _process = ModelProcess("latticelab-spectrum")
-        return _process
+_worker = SharedProcess("latticelab-spectrum")   # the dock's worker process, started by the first job that needs it
 
 
 def compute(job: SpectrumJob) -> SpectrumResult:
@@ -102,7 +92,7 @@ def compute(job: SpectrumJob) -> SpectrumResult:
     (also when the process cannot be had)."""
     if job.elsewhere:
         try:
-            return analysis_process().call(compute_in_process, job.state, for_process(job), job.state is not None)
+            return _worker.get().call(compute_in_process, job.state, for_process(job), job.state is not None)
         except ProcessGone as exc:
             log.warning("spectrum on a worker thread: %s", exc)
     return compute_here(job)
@@ -112,7 +102,7 @@ def remesh(volume, iso: float, method: str, max_faces: int | None):
     """A new iso value's mesh of a host volume, (mesh, factor): in the worker process (the worker thread's
     part), here if the process cannot be had."""
     try:
-        return analysis_process().call(mesh_in_process, None, volume, iso, method, max_faces)
+        return _worker.get().call(mesh_in_process, None, volume, iso, method, max_faces)
     except ProcessGone as exc:
         log.warning("iso-surface on a worker thread: %s", exc)
     from latticelab.render.isosurface import display_mesh
@@ -253,13 +243,10 @@ class SpectralPanel(QtWidgets.QDockWidget):
     def _learn_renderer(self, event=None) -> None:
         """At the first draw (the canvas's GL context is current): is the renderer a software one?"""
         self.canvas.events.draw.disconnect(self._learn_renderer)
-        try:
-            from vispy.gloo import gl
-            renderer = str(gl.glGetParameter(gl.GL_RENDERER)).lower()
-        except Exception as exc:   # no answer: keep the budget, which is harmless on a GPU
-            log.debug("GL renderer unknown: %s", exc)
+        software = current_is_software()
+        if software is None:       # no answer: keep the budget, which is harmless on a GPU
             return
-        self.software_gl = is_software(renderer)
+        self.software_gl = software
         if isinstance(self._spectrum_view, SpectrumIsoView):
             self._spectrum_view.max_faces = self.max_faces()
             self._spectrum_view.set_staging(self.stage_faces())

@@ -229,6 +229,13 @@ class ModelProcess:
             process.kill()
             process.wait(2.0)
 
+    def kill(self) -> None:
+        """End the child now, also during a call (the window closing while a long one runs): the calling thread's
+        wait for the reply then ends with ``ProcessGone``; the next call starts a new child."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+
     def close(self) -> None:
         """End the child (tests; an application simply exits, which closes the child's stdin)."""
         with self._lock:
@@ -255,6 +262,22 @@ def steps_elsewhere(model) -> bool:
 
 
 # ==== the stepper ==================================================================================
+
+class SharedProcess:
+    """One ``ModelProcess`` for a module's jobs, made by the first thread that asks (``get``); ``started`` is it,
+    or None while none was asked for."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._lock = threading.Lock()
+        self.started: ModelProcess | None = None
+
+    def get(self) -> ModelProcess:
+        with self._lock:
+            if self.started is None:
+                self.started = ModelProcess(self.name)
+            return self.started
+
 class BackgroundStepper:
     """One ``model.advance(n)`` at a time off the GUI thread: in the worker process when the model allows it
     (``steps_elsewhere``), else on a worker thread."""

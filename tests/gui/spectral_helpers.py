@@ -1,0 +1,35 @@
+"""Shared by the Spectrum dock's window tests: a window with the dock shown and a spectrum computed, and the
+pixels of the spectrum's own view box."""
+from __future__ import annotations
+
+import numpy as np
+
+from latticelab.app.main_window import MainWindow
+from latticelab.app.spectral_panel import SpectralPanel, install
+
+
+def open_window(qtbot, **params):
+    window = MainWindow("ising", dict(seed=3, **params), interactive=False, backend="numpy")
+    qtbot.addWidget(window)
+    window.set_running(False)
+    window.resize(1500, 950)
+    window.show()
+    qtbot.waitExposed(window)
+    panel = window.findChild(SpectralPanel) or install(window)
+    panel.show()
+    panel.raise_()
+    window.model.step(20)
+    assert panel.refresh(force=True), panel.last_error
+    return window, panel
+
+
+def main_cell_pixels(panel):
+    """The rendered pixels of the spectrum's own view box (left part of the spectral canvas)."""
+    img = panel.canvas.render()[..., :3].astype(np.int32)
+    to_canvas = panel.main_cell.transforms.get_transform("visual", "canvas")
+    rect = panel.main_cell.rect
+    (x0, y0), (x1, y1) = (to_canvas.map([x, y])[:2] for x, y in ((rect.left, rect.bottom), (rect.right, rect.top)))
+    scale = img.shape[1] / panel.canvas.size[0]
+    x0, x1 = sorted((int(x0 * scale), int(x1 * scale)))
+    y0, y1 = sorted((int(y0 * scale), int(y1 * scale)))
+    return img[y0 + 2:y1 - 2, x0 + 2:x1 - 2]
