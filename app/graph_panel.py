@@ -16,7 +16,8 @@ measures are long C calls that hold Python's GIL (seconds for two million vertic
 stall the window. Otherwise (a CUDA model, or no process to be had) the worker thread reads the edges of a
 shallow copy of the model (``copy.copy``: a model that rewires replaces its graph object rather than changing it,
 so the copy keeps the graph of the moment it was taken) and measures them itself. Meanwhile the dock says
-"computing…". The small-world curve gets the model's class and parameters and builds its own models.
+"computing…". The small-world curve gets the model's class and parameters and builds its own models, one point
+at a time in the same worker process for a NumPy model (``measure_curve_point``).
 Installed with one line: ``graph_panel.install(window)``.
 """
 from __future__ import annotations
@@ -50,6 +51,27 @@ _worker = SharedProcess("latticelab-graph")   # the dock's worker process, start
 def measure_in_process(model, samples: int | None) -> dict:
     """The worker process's part: its copy of the model, brought to the window's state, measured there."""
     return measure_edges(int(math.prod(model.shape)), model.edges(), np, samples)
+
+
+def measure_point_in_process(_model, *args) -> G.SmallWorldPoint:
+    """The worker process's part of the small-world curve: one point, its model built there (``_model``, the
+    process's copy of the window's model, is not used)."""
+    return G.measure_point(*args)
+
+
+def measure_curve_point(model_class, params: dict, field_name: str, p: float, backend: str = "numpy",
+                        samples: int | None = 64, seed: int = 0) -> G.SmallWorldPoint:
+    """One point of the small-world curve (``G.measure_point``), for a NumPy model in the worker
+    process: building a model and measuring its graph are long C calls that hold the GIL, which from the curve's
+    worker thread would stall the window (on two busy cores, a second at a time). A CUDA model, or no process to
+    be had: measured here on the calling thread."""
+    args = (model_class, params, field_name, p, backend, samples, seed)
+    if USE_PROCESS and backend == "numpy":
+        try:
+            return _worker.get().call(measure_point_in_process, None, *args)
+        except ProcessGone as exc:
+            log.warning("small-world point measured on a worker thread: %s", exc)
+    return G.measure_point(*args)
 
 
 def measure_model(snapshot, state, samples: int | None, cancelled: Callable[[], bool]) -> dict | None:
@@ -234,7 +256,7 @@ class GraphPanel(AnalysisDock):
             return G.curve_for(cls, params, backend, probabilities, samples,
                                on_point=lambda c: emit(G.SmallWorldCurve(c.field, c.measure, c.reference,
                                                                          list(c.points))),
-                               cancelled=cancelled)
+                               cancelled=cancelled, measure=measure_curve_point)
 
         worker = Worker(job, self)
         worker.progress.connect(self._curve_point)
@@ -270,7 +292,8 @@ class GraphPanel(AnalysisDock):
         for worker in (self._curve_worker, self._measure_worker):
             if worker is not None:
                 worker.cancel()
-        if self._measure_worker is not None and _worker.started is not None:
+        busy = self._measure_worker is not None or self._curve_worker is not None
+        if busy and _worker.started is not None:
             _worker.started.kill()    # a long measurement in the process ends now; the thread then returns
         for worker in (self._curve_worker, self._measure_worker):
             if worker is not None:
