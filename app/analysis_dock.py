@@ -31,9 +31,41 @@ def make_canvas(name: str, size: tuple[int, int], minimum: tuple[int, int],
     return canvas
 
 
-def info_label(name: str, selectable: bool = False) -> QtWidgets.QLabel:
-    """A dock's wrapped message line, which never widens the dock."""
-    label = QtWidgets.QLabel("", objectName=name, wordWrap=True)
+class SteadyLabel(QtWidgets.QLabel):
+    """A wrapped label whose height only grows while its width stays: a text one line shorter than the last
+    leaves the space it had. A dock's message that alternates between "computing…" and a two-line result would
+    otherwise change the layout each time, and every change resizes the dock's GL canvas, which redraws all of
+    it at the new size (150-280 ms for the 3D spectrum on software GL, measured with bench responsiveness).
+    A new width (the user resizing the dock) lets it take the height its text needs again. ``lines``: the
+    height held from the start, in lines of text."""
+
+    def __init__(self, *args, lines: int = 1, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reserved = max(1, int(lines)) * self.fontMetrics().lineSpacing()
+        self.setMinimumHeight(self.reserved)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self._hold_height()
+
+    def _hold_height(self) -> None:
+        if self.width() < 40:      # not laid out yet: no width to wrap at
+            return
+        needed = self.heightForWidth(self.width())
+        if needed > self.minimumHeight():
+            self.setMinimumHeight(needed)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.setMinimumHeight(self.reserved)
+            self._hold_height()
+
+
+def info_label(name: str, selectable: bool = False, lines: int = 1) -> QtWidgets.QLabel:
+    """A dock's wrapped message, which never widens the dock nor, by changing its text, makes it relayout
+    (``SteadyLabel``, ``lines`` high at least)."""
+    label = SteadyLabel("", objectName=name, wordWrap=True, lines=lines)
     label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
     if selectable:
         label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -46,6 +46,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
+from latticelab.app.analysis_dock import info_label
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
@@ -234,9 +235,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
             row.addWidget(button)
         row.addStretch(1)
         layout.addLayout(row)
-        self.info = QtWidgets.QLabel("", objectName="spectral_info", wordWrap=True)
-        # the line names every live parameter: let it wrap rather than widen the dock
-        self.info.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+        # names every live parameter: wraps rather than widens the dock; three lines held from the start
+        self.info = info_label("spectral_info", lines=3)
         layout.addWidget(self.info)
         self.setWidget(body)
 

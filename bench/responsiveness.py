@@ -11,7 +11,10 @@ For each case, over ``--seconds`` of the event loop it measures:
 - the longest gap between two firings of a separate ``--tick-ms`` QTimer: the longest time the event loop was
   not running, whatever held it (a draw, a step, a copy, Python's GIL held by a worker);
 - the steps committed to the model in that time, the lattice draws (and the longest), the spectra shown;
-- whether a menu (Help) opens when asked halfway through, and how late the request was served.
+- whether a menu (Help) opens when asked halfway through, and how late the request was served;
+- the full collections of Python's cycle collector and the longest (every thread waits while one runs). The
+  window's objects alive after start-up are frozen first (app/gui.py ``freeze_after_start``), as the
+  application does.
 Timings depend on what else the machine does: a worker thread and the GUI thread share the CPU's cores.
 Needs a display with OpenGL (Xvfb with Mesa's software renderer is enough) and PySide6.
 """
@@ -34,11 +37,17 @@ def add_arguments(parser) -> None:
 
 
 class EventLoopProbe:
-    """Times of the window's frame-loop ticks, of lattice draws and of a fast probe timer's firings."""
+    """Times of the window's frame-loop ticks, of lattice draws, of a fast probe timer's firings and of the
+    cycle collector's full (generation 2) collections, which stop every thread while they run."""
 
     def __init__(self, window, tick_ms: int):
+        import gc
+
         from PySide6 import QtCore
         self.window = window
+        self.full_collections: list[tuple[float, float]] = []   # (end, seconds) of each generation-2 collection
+        self._collection_start = None
+        gc.callbacks.append(self._collection)
         self.frame_ticks: list[float] = []
         self.loop_ticks: list[float] = []
         self.draws: list[float] = []          # ends of lattice draws
@@ -50,6 +59,22 @@ class EventLoopProbe:
         self.timer = QtCore.QTimer(interval=max(1, tick_ms), timerType=QtCore.Qt.TimerType.PreciseTimer)
         self.timer.timeout.connect(lambda: self.loop_ticks.append(time.perf_counter()))
         self.timer.start()
+
+    def _collection(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        now = time.perf_counter()
+        if phase == "start":
+            self._collection_start = now
+        elif self._collection_start is not None:
+            self.full_collections.append((now, now - self._collection_start))
+            self._collection_start = None
+
+    def stop(self) -> None:
+        import gc
+        self.timer.stop()
+        if self._collection in gc.callbacks:
+            gc.callbacks.remove(self._collection)
 
     def _draw_starts(self, event=None) -> None:
         self._draw_start = time.perf_counter()
@@ -133,6 +158,9 @@ def measure(window, probe: EventLoopProbe, seconds: float, menu) -> dict:
             "lattice_draws": sum(start <= t <= end for t in probe.draws),
             "longest_lattice_draw_ms": (1000 * max(probe.draw_times[draws0:])
                                         if len(probe.draw_times) > draws0 else None),
+            "full_collections": sum(start <= t <= end for t, _ in probe.full_collections),
+            "longest_full_collection_ms": max((1000 * d for t, d in probe.full_collections if start <= t <= end),
+                                              default=None),
             "steps_committed": window.model.step_count - steps0,
             "menu_opened": bool(opened["about_to_show"] and opened["shown"]),
             "menu_request_served_after_ms": None if served is None else 1000 * (served - opened["asked"])}
@@ -179,6 +207,13 @@ def case_spectrum(window, probe, args, running: bool) -> dict:
             "algorithm": "metropolis", **result}
 
 
+def collections(case: dict) -> str:
+    longest = case["longest_full_collection_ms"]
+    if not case["full_collections"]:
+        return "no full garbage collection"
+    return f"{case['full_collections']} full garbage collection(s), longest {longest:.0f} ms"
+
+
 def main(args) -> int:
     import vispy
     from PySide6 import QtWidgets
@@ -199,15 +234,19 @@ def main(args) -> int:
     window.resize(width, height)
     window.show()
     window.set_running(False)
+    from latticelab.app.gui import freeze_after_start
+    freeze_after_start(window)             # as the application does after start-up
     probe = EventLoopProbe(window, args.tick_ms)
     wait_events(0.5)
     cases = [case_swendsen_wang(window, probe, args)]
     window.set_parameter("dim", 3, also={"L": args.L3, "algorithm": "metropolis", "T": 4.0, "p": 0.0})
     cases.append(case_spectrum(window, probe, args, running=True))
     cases.append(case_spectrum(window, probe, args, running=False))
-    probe.timer.stop()
+    probe.stop()
     window.close()
     app.processEvents()
+    import gc
+    gc.unfreeze()                          # main may run inside a longer process (a test)
     cores = os.cpu_count() or 0
     device = f"CPU, {cores} cores, NumPy"
     print(f"device: {device}; event-loop probe every {args.tick_ms} ms; {args.seconds:g} s per case")
@@ -227,7 +266,8 @@ def main(args) -> int:
               f"{c['longest_event_loop_gap_ms']:.0f} ms; {c['steps_committed']} steps committed, "
               f"{c['lattice_draws']} lattice draws{longest_draw}; menu "
               f"{'opened' if c['menu_opened'] else 'did NOT open'}"
-              f"{'' if served is None else f' ({served:.0f} ms late)'}{extra}")
+              f"{'' if served is None else f' ({served:.0f} ms late)'}{extra}; "
+              f"{collections(c)}")
     if not args.no_json:
         from latticelab.bench.cli import RESULTS_DIR
         from latticelab.bench.report import write_results

@@ -132,4 +132,6 @@ def test_responsiveness_benchmark_dry_run_writes_its_cases(tmp_path, qtbot):
     for case in doc["cases"]:
         assert case["event_loop_ticks"] > 0 and case["longest_event_loop_gap_ms"] > 0
         assert isinstance(case["menu_opened"], bool)
+        assert case["full_collections"] >= 0
+        assert (case["longest_full_collection_ms"] is None) == (case["full_collections"] == 0)
     assert {"spectrum_jobs_started", "spectra_shown", "spectrum_worker_s"} <= set(spectrum_paused)
