@@ -1,0 +1,66 @@
+"""Two things that made the window relayout or repaint for nothing (issue 16, found with bench responsiveness):
+a dock's message changing its number of lines, and a hidden dock's warm-up draws asking for full paints."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6 import QtWidgets  # noqa: E402
+
+from latticelab.app.analysis_dock import info_label, make_canvas  # noqa: E402
+
+LONG = " ".join(["a long message that wraps"] * 12)
+
+
+def test_a_dock_message_keeps_its_height_while_its_width_stays(qtbot):
+    holder = QtWidgets.QWidget()
+    layout = QtWidgets.QVBoxLayout(holder)
+    label = info_label("probe_info", lines=1)
+    layout.addWidget(label)
+    layout.addStretch(1)
+    qtbot.addWidget(holder)
+    holder.resize(240, 400)
+    holder.show()
+    qtbot.waitExposed(holder)
+    one_line = label.height()
+    label.setText(LONG)
+    qtbot.waitUntil(lambda: label.height() > 2 * one_line, timeout=5000)
+    tall = label.height()
+    label.setText("computing…")             # one line again: the space stays, nothing below it moves
+    qtbot.wait(50)
+    assert label.height() == tall
+    holder.resize(1200, 400)                # a new width: the height follows the text again
+    qtbot.waitUntil(lambda: label.height() < tall, timeout=5000)
+    assert label.height() <= 2 * one_line
+
+
+def test_reserved_lines_hold_from_the_start(qtbot):
+    label = info_label("probe_info", lines=3)
+    qtbot.addWidget(label)
+    assert label.minimumHeight() == 3 * label.fontMetrics().lineSpacing()
+
+
+def test_warm_up_draws_do_not_schedule_a_paint(qtbot):
+    from vispy import scene
+
+    from latticelab.render.plots import warm_up_steps
+    canvas = make_canvas("probe_canvas", (300, 200), (100, 100))
+    qtbot.addWidget(canvas.native)
+    view = canvas.central_widget.add_view()
+    view.camera = "panzoom"
+    scene.visuals.Line(pos=[[0, 0], [1, 1]], parent=view.scene)
+    scene.visuals.Text("x", parent=view.scene, pos=(0.5, 0.5))
+    canvas.native.show()
+    qtbot.waitExposed(canvas.native)
+    draws = []
+    canvas.events.draw.connect(lambda event: draws.append(1))
+    qtbot.waitUntil(lambda: len(draws) >= 1, timeout=5000)    # the first, real paint
+    qtbot.wait(100)
+    draws.clear()
+    names = list(warm_up_steps(canvas, canvas.scene))
+    assert "Line" in names and "Text" in names
+    assert not canvas._update_pending           # nothing asked VisPy for a paint
+    qtbot.wait(200)
+    assert draws == []
