@@ -31,7 +31,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.analysis_dock import RIGHT, AnalysisDock, info_label, install_dock, make_canvas
-from latticelab.app.stepping import ProcessGone, SharedProcess
+from latticelab.app.stepping import ProcessGone, RetryWhenFree, SharedProcess
 from latticelab.render.graph_plots import DegreePlot, SmallWorldPlot
 from latticelab.sim.analysis import graph as G
 from latticelab.sim.model import HasGraph
@@ -140,11 +140,13 @@ def describe(result: dict) -> str:
 
 class GraphPanel(AnalysisDock):
     def __init__(self, model_source: Callable[[], object], parent=None, probabilities=None,
-                 curve_samples: int | None = PATH_SAMPLES, busy: Callable[[], bool] | None = None):
+                 curve_samples: int | None = PATH_SAMPLES, busy: Callable[[], bool] | None = None,
+                 when_free: Callable[[Callable[[], None]], None] | None = None):
         """``busy()``: True while something else (the window's stepping worker) writes the model's arrays; no
         copy of its state is taken then."""
         super().__init__("Graph", "graph_dock", parent, model_source)
         self.busy = busy or (lambda: False)
+        self._retry = RetryWhenFree(when_free)   # a measurement refused while the worker steps: right after it
         self.measures_started = 0
         self.probabilities = G.default_probabilities(9) if probabilities is None else probabilities
         self.curve_samples = curve_samples
@@ -199,8 +201,9 @@ class GraphPanel(AnalysisDock):
         if (identity == self._identity and not force) or self._measure_worker is not None:
             return False
         snapshot, state = self._copy(model)
-        if snapshot is None:
-            return False                           # the stepping worker writes the model: the next tick
+        if snapshot is None:                       # the stepping worker writes the model: once it is done
+            self._retry.ask(lambda: self.refresh(force))
+            return False
         self._identity = identity
         n = int(math.prod(model.shape))
         samples = None if n <= EXACT_PATH_LIMIT else PATH_SAMPLES
@@ -310,5 +313,7 @@ def install(window, area=RIGHT) -> GraphPanel:
     def stepping() -> bool:   # the window's stepping worker (app/stepping.py) is writing the model's arrays
         return bool(getattr(getattr(window, "stepper", None), "busy", False))
 
-    return install_dock(window, GraphPanel(lambda: window.model, parent=window, busy=stepping), "graph_panel",
+    panel = GraphPanel(lambda: window.model, parent=window, busy=stepping,
+                       when_free=getattr(window, "when_model_free", None))
+    return install_dock(window, panel, "graph_panel",
                         area, stop_with_window=True)

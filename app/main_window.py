@@ -87,6 +87,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._last_stepping_end = None
         self.stepper = BackgroundStepper()   # steps longer than a frame (CPU) run on a worker thread
         self._deferred = []                  # changes waiting for the worker's batch or the model being prepared
+        self._on_model_free = []             # readers waiting for the worker's batch (when_model_free)
         self.preparer = ModelPreparer()      # new models (switch, size, dimension) are built on a worker thread
         self.background_builds = None        # None: when the model is large (or on CUDA); True/False: always/never
         self.staging = Staging()             # the next model's form and plots, made ahead a slice per frame
@@ -840,6 +841,24 @@ class MainWindow(QtWidgets.QMainWindow):
                 self._counters["steps"] += batch.steps
         self._after_steps()
         self._run_deferred()
+        self._run_model_free()
+
+    def when_model_free(self, action) -> None:
+        """Run ``action`` as soon as no worker writes the model's arrays: now, or right after the stepping
+        worker's batch is committed, before the next one starts (for the docks that copy the model's state;
+        unlike ``_when_idle`` nothing is said in the status bar)."""
+        if not self.stepper.busy:
+            action()
+            return
+        self._on_model_free.append(action)
+
+    def _run_model_free(self) -> None:
+        waiting, self._on_model_free = self._on_model_free, []
+        for action in waiting:
+            try:
+                action()
+            except Exception:     # a reader's failure is its own; the frame loop goes on
+                log.exception("a reader of the model failed")
 
     def _run_deferred(self) -> None:
         """Run what waited for a worker (each action checks again and waits again if one is still busy)."""

@@ -50,7 +50,7 @@ from latticelab.app.analysis_dock import info_label
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
-from latticelab.app.stepping import ProcessGone, SharedProcess
+from latticelab.app.stepping import ProcessGone, RetryWhenFree, SharedProcess
 from latticelab.render.gl_renderer import current_is_software
 from latticelab.render.isosurface import SpectrumIsoView
 from latticelab.render.plots import one_font_manager, warm_up_steps
@@ -73,7 +73,7 @@ SYNC_REMESH_CELLS = 1 << 16      # volumes up to 40^3 are meshed at once on a ne
 PREPARE_MS = 40                  # the hidden dock's preparation: a step per tick of a timer this often
 PREPARE_SLICE_S = 0.008          # steps of a tick run until this is spent (at least one)
 GLYPHS = string.ascii_letters + string.digits + string.punctuation + " ±…"
-GLYPHS_PER_STEP = 8              # glyphs rendered a step (about 1-2 ms each on the CPU)
+GLYPHS_PER_STEP = 2              # glyphs rendered a step (4-7 ms each on llvmpipe beside a running model)
 TEXT_FACE = "OpenSans"           # VisPy's default face, the one every text of the canvas uses
 UPDATE_PIECES = ("view", "mean", "histogram", "caption")
 USE_PROCESS = True               # jobs of NumPy models in the worker process (False: on the worker thread)
@@ -127,14 +127,17 @@ class SpectralPanel(QtWidgets.QDockWidget):
     """Spectral views of ``model_source()`` (any model: its main field)."""
 
     def __init__(self, model_source: Callable[[], object], parent=None, prefs=None, interactive: bool = True,
-                 refresh_ms: int = REFRESH_MS, busy: Callable[[], bool] | None = None, status_bar=None):
+                 refresh_ms: int = REFRESH_MS, busy: Callable[[], bool] | None = None, status_bar=None,
+                 when_free: Callable[[Callable[[], None]], None] | None = None):
         """``busy()``: True while something else (the window's stepping worker) writes the model's arrays, so
-        no copy is taken then; ``status_bar``: a QStatusBar told while a job takes long."""
+        no copy is taken then, and the request is made again through ``when_free(action)`` (which runs
+        ``action`` once the arrays are free); ``status_bar``: a QStatusBar told while a job takes long."""
         super().__init__("Spectrum", parent, objectName="spectral_dock")
         self.model_source = model_source
         self.prefs = prefs
         self.interactive = interactive
         self.busy = busy or (lambda: False)
+        self._retry = RetryWhenFree(when_free)
         self.status_bar = status_bar
         self.accumulator = spectral.SpectrumAccumulator()
         self.magnitude = None
@@ -316,7 +319,10 @@ class SpectralPanel(QtWidgets.QDockWidget):
 
     def _make_job(self, force: bool) -> SpectrumJob | None:
         """On the GUI thread: copy what the worker needs, or None when there is nothing to do."""
-        if not self.on_screen() or self.busy():
+        if not self.on_screen():
+            return None
+        if self.busy():
+            self._retry.ask(lambda: self._job is None and self.request(force))
             return None
         model = self._model()
         if model is None:
@@ -692,7 +698,7 @@ def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> Spectr
 
     panel = SpectralPanel(lambda: window.model, parent=window, prefs=getattr(window, "prefs", None),
                           interactive=getattr(window, "interactive", True), busy=stepping,
-                          status_bar=window.statusBar())
+                          status_bar=window.statusBar(), when_free=getattr(window, "when_model_free", None))
     window.addDockWidget(area, panel)
     plots = getattr(window, "plot_dock", None)
     if isinstance(plots, QtWidgets.QDockWidget):

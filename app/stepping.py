@@ -278,6 +278,29 @@ class SharedProcess:
                 self.started = ModelProcess(self.name)
             return self.started
 
+class RetryWhenFree:
+    """For a reader of the model's arrays (an analysis dock) that found the stepping worker writing them: ask the
+    window (``when_free(action)``, app/main_window.py ``when_model_free``) to run ``action`` once the batch is
+    committed and before the next one starts, at most one request outstanding. Without it a reader that tries on
+    its own timer finds the model free only in the one frame between two batches, and a large CPU model running
+    in the background could keep the Spectrum dock from ever updating."""
+
+    def __init__(self, when_free=None):
+        self.when_free = when_free
+        self.asked = False
+
+    def ask(self, action) -> None:
+        if self.when_free is None or self.asked:
+            return
+        self.asked = True
+
+        def run() -> None:
+            self.asked = False
+            action()
+
+        self.when_free(run)
+
+
 class BackgroundStepper:
     """One ``model.advance(n)`` at a time off the GUI thread: in the worker process when the model allows it
     (``steps_elsewhere``), else on a worker thread."""

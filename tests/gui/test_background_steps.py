@@ -97,3 +97,28 @@ def test_a_save_asked_for_during_a_step_is_written_after_it(make_window, qtbot, 
     qtbot.waitUntil(path.exists, timeout=15000)
     saved = load_state(path, backend="numpy")
     assert saved.step_count == window.model.step_count >= 1
+
+
+
+@pytest.mark.parametrize("dock", ["spectral_panel", "graph_panel"])
+def test_a_dock_that_finds_the_model_busy_copies_it_right_after_the_batch(make_window, qtbot, held_steps, dock):
+    """The Spectrum and Graph docks take no copy while the worker writes the model; they ask the window to run
+    their request again once the batch is committed (MainWindow.when_model_free), before the next batch starts.
+    The dock's own timer is stopped here, so only that path can start its job."""
+    window = make_window(L=16, T=2.0, p=0.05)
+    panel = getattr(window, dock)
+    panel.timer.stop()
+    started = (lambda: panel.jobs_started) if dock == "spectral_panel" else (lambda: panel.measures_started)
+    ask = (lambda: panel.request(force=True)) if dock == "spectral_panel" else (lambda: panel.refresh(force=True))
+    release = held_steps(window)
+    window.set_running(True)
+    qtbot.waitUntil(lambda: window.stepper.busy, timeout=15000)
+    panel.show()
+    panel.raise_()
+    qtbot.waitUntil(panel.on_screen, timeout=5000)
+    before = started()
+    assert not ask()                                   # refused: the worker writes the arrays
+    assert started() == before
+    release.set()                                      # the batch comes in; the dock copies the model at once
+    qtbot.waitUntil(lambda: started() > before, timeout=15000)
+    window.set_running(False)
