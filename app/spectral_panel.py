@@ -46,7 +46,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
-from latticelab.app.analysis_dock import info_label
+from latticelab.app.analysis_dock import info_label, paint_only_when_shown
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
@@ -191,6 +191,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0),
                                         size=(760, 440), show=False)
         self.canvas.native.setObjectName("spectral_canvas")
+        paint_only_when_shown(self.canvas)
         self.canvas.native.setMinimumSize(360, 240)
         self.grid = self.canvas.central_widget.add_grid(spacing=4, margin=4)
         self.main_cell = self.grid.add_view(row=0, col=0, row_span=2, bgcolor=(0, 0, 0, 1))

@@ -64,3 +64,38 @@ def test_warm_up_draws_do_not_schedule_a_paint(qtbot):
     assert not canvas._update_pending           # nothing asked VisPy for a paint
     qtbot.wait(200)
     assert draws == []
+
+
+def test_a_dock_behind_another_tab_is_not_painted_until_brought_to_the_front(qtbot):
+    from PySide6 import QtCore
+    from vispy import scene
+
+    from latticelab.app.analysis_dock import make_canvas
+    window = QtWidgets.QMainWindow()
+    window.setCentralWidget(QtWidgets.QLabel("centre"))
+    qtbot.addWidget(window)
+    docks, canvases, draws = [], [], []
+    for name in ("front", "behind"):
+        canvas = make_canvas(f"{name}_canvas", (300, 200), (100, 100))
+        dock = QtWidgets.QDockWidget(name, window, objectName=f"{name}_dock")
+        dock.setWidget(canvas.native)
+        window.addDockWidget(QtCore.Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        counted = []
+        canvas.events.draw.connect(lambda event, counted=counted: counted.append(1))
+        docks.append(dock), canvases.append(canvas), draws.append(counted)
+    window.tabifyDockWidget(docks[0], docks[1])
+    docks[0].raise_()
+    window.resize(900, 600)
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.wait(300)
+    behind = canvases[1]
+    assert docks[1].visibleRegion().isEmpty()
+    draws[1].clear()
+    view = behind.central_widget.add_view()                 # a change of the hidden scene asks for a paint
+    scene.visuals.Line(pos=[[0, 0], [1, 1]], parent=view.scene)
+    behind.update()
+    qtbot.wait(300)
+    assert draws[1] == []                                   # held while behind the other tab
+    docks[1].raise_()
+    qtbot.waitUntil(lambda: len(draws[1]) >= 1, timeout=5000)   # painted once it is in front
