@@ -10,6 +10,7 @@ Nothing here names a model or a capability: each panel says which models it is f
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Callable
 
@@ -283,9 +284,10 @@ class CapabilityDock(AnalysisDock):
             self.available = available
             if available:
                 self._plots()
-                self.show()
-                if self.RAISE_WHEN_AVAILABLE:
-                    self.raise_()
+                with self._blank_while_placed():
+                    self.show()
+                    if self.RAISE_WHEN_AVAILABLE:
+                        self.raise_()
         if not available and not self.isHidden():
             on_top = self.on_screen()
             self.hide()
@@ -294,6 +296,24 @@ class CapabilityDock(AnalysisDock):
                 # the live plots take its place, not whichever tab Qt picks (a dock shown for the first time
                 # draws its canvas for the first time: hundreds of ms on a software renderer)
                 plots.raise_()
+
+    @contextlib.contextmanager
+    def _blank_while_placed(self):
+        """Showing a dock, and raising it above the other tabs, each make Qt paint its GL canvas at once, inside
+        the call (measured: two whole draws of the Signal dock, 100-150 ms each on llvmpipe, in the frame of a
+        switch to the cortex). Its scene is hidden meanwhile, so those paints only clear the canvas; the one
+        real draw follows in a later event-loop iteration, with the model's data (a draw asked for at once would
+        show the plots still empty, and the data would cost a second whole draw)."""
+        scene = self.canvas.scene if self.canvas is not None else None
+        if scene is None or not scene.visible:
+            yield
+            return
+        scene.visible = False
+        try:
+            yield
+        finally:
+            scene.visible = True
+            QtCore.QTimer.singleShot(0, self._draw_now)
 
     def _draw_now(self) -> None:
         self.refresh(force=True)

@@ -69,6 +69,30 @@ def test_a_model_docks_plots_are_made_and_drawn_ahead_of_the_swap(window, qtbot,
     assert not steps_of(window, (other, model)) and getattr(window, other).canvas is None
 
 
+def test_showing_a_dock_paints_no_whole_scene_inside_the_switch(window, qtbot, monkeypatch):
+    """Qt paints a GL canvas at once when its dock is shown and again when it is raised; those paints happen
+    with the scene hidden (only a clear), and the one real draw, with the model's data, comes after."""
+    panel = window.signal_panel
+    inside, draws = {"on": False}, []
+    show_for = panel._show_for
+
+    def recorded(available):
+        if available and panel.canvas is not None and not draws:
+            panel.canvas.events.draw.connect(lambda event: draws.append((inside["on"], panel.canvas.scene.visible)))
+        inside["on"] = True
+        try:
+            return show_for(available)
+        finally:
+            inside["on"] = False
+
+    monkeypatch.setattr(panel, "_show_for", recorded)
+    switch_and_record(window, qtbot, monkeypatch, "cortex")
+    qtbot.waitUntil(lambda: any(visible for _inside, visible in draws), timeout=10000)
+    assert any(during for during, _visible in draws)              # Qt did paint inside the show
+    assert not any(during and visible for during, visible in draws)
+    assert panel._drawn is not None                                # the visible draw came with the data
+
+
 def test_a_dock_on_top_that_goes_away_gives_its_place_to_the_live_plots(window, qtbot, monkeypatch):
     switch_and_record(window, qtbot, monkeypatch, "cortex")
     panel = window.signal_panel
