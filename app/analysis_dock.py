@@ -312,7 +312,13 @@ class CapabilityDock(AnalysisDock):
         try:
             yield
         finally:
-            scene.visible = True
+            # visible again at once (a render() right after the switch shows the plots), under VisPy's own
+            # draw-in-progress flag so that this asks for no paint: the data's draw below makes the one paint
+            self.canvas._drawing = True
+            try:
+                scene.visible = True
+            finally:
+                self.canvas._drawing = False
             QtCore.QTimer.singleShot(0, self._draw_now)
 
     def _draw_now(self) -> None:

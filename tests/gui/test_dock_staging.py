@@ -78,7 +78,8 @@ def test_showing_a_dock_paints_no_whole_scene_inside_the_switch(window, qtbot, m
 
     def recorded(available):
         if available and panel.canvas is not None and not draws:
-            panel.canvas.events.draw.connect(lambda event: draws.append((inside["on"], panel.canvas.scene.visible)))
+            panel.canvas.events.draw.connect(lambda event: draws.append((inside["on"], panel.canvas.scene.visible,
+                                                                         panel._drawn is not None)))
         inside["on"] = True
         try:
             return show_for(available)
@@ -87,10 +88,11 @@ def test_showing_a_dock_paints_no_whole_scene_inside_the_switch(window, qtbot, m
 
     monkeypatch.setattr(panel, "_show_for", recorded)
     switch_and_record(window, qtbot, monkeypatch, "cortex")
-    qtbot.waitUntil(lambda: any(visible for _inside, visible in draws), timeout=10000)
-    assert any(during for during, _visible in draws)              # Qt did paint inside the show
-    assert not any(during and visible for during, visible in draws)
-    assert panel._drawn is not None                                # the visible draw came with the data
+    qtbot.waitUntil(lambda: any(visible for _inside, visible, _data in draws), timeout=10000)
+    assert any(during for during, _visible, _data in draws)          # Qt did paint inside the show
+    assert not any(during and visible for during, visible, _data in draws)
+    first_visible = next(d for d in draws if d[1])
+    assert first_visible[2]                                           # and the first visible draw had the data
 
 
 def test_a_dock_on_top_that_goes_away_gives_its_place_to_the_live_plots(window, qtbot, monkeypatch):
