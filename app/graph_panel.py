@@ -143,7 +143,8 @@ class GraphPanel(AnalysisDock):
                  curve_samples: int | None = PATH_SAMPLES, busy: Callable[[], bool] | None = None,
                  when_free: Callable[[Callable[[], None]], None] | None = None):
         """``busy()``: True while something else (the window's stepping worker) writes the model's arrays; no
-        copy of its state is taken then."""
+        copy of its state is taken then, and the measurement is asked for again through ``when_free(action)``
+        (which runs ``action`` once the arrays are free)."""
         super().__init__("Graph", "graph_dock", parent, model_source)
         self.busy = busy or (lambda: False)
         self._retry = RetryWhenFree(when_free)   # a measurement refused while the worker steps: right after it

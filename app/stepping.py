@@ -278,6 +278,7 @@ class SharedProcess:
                 self.started = ModelProcess(self.name)
             return self.started
 
+
 class RetryWhenFree:
     """For a reader of the model's arrays (an analysis dock) that found the stepping worker writing them: ask the
     window (``when_free(action)``, app/main_window.py ``when_model_free``) to run ``action`` once the batch is
