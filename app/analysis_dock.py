@@ -17,6 +17,7 @@ from typing import Callable
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
+from latticelab.app.stepping import RetryWhenFree
 from latticelab.render.plots import one_font_manager, warm_up_steps
 
 PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
@@ -205,6 +206,8 @@ class CapabilityDock(AnalysisDock):
         self.canvas = None           # the plot canvas, made with the plots
         self._plot_iter = None       # the steps making the plots, shared by ``_plots`` and ``stage_for``
         self.plots_made = False
+        # a refresh declined while the worker steps the model is made again right after its batch
+        self._retry = RetryWhenFree(getattr(window, "when_model_free", None))
 
     def applies_to(self, model_class) -> bool:
         """Whether models of ``model_class`` have what this dock shows."""
@@ -322,7 +325,8 @@ class CapabilityDock(AnalysisDock):
             QtCore.QTimer.singleShot(0, self._draw_now)
 
     def _draw_now(self) -> None:
-        self.refresh(force=True)
+        if not self.refresh(force=True) and self.canvas is not None:
+            self.canvas.update()     # nothing new to draw (or not readable now): at least the plots as they are
 
     def stepping(self) -> bool:
         """Whether a worker is stepping the window's model now (its arrays are not to be read)."""
@@ -340,6 +344,7 @@ class CapabilityDock(AnalysisDock):
             self._identity = None
             return False
         if not self.READ_WHILE_STEPPING and self.stepping():
+            self._retry.ask(lambda: self.refresh(force))
             return False
         try:
             key = self._take(model)

@@ -60,16 +60,20 @@ def measure_point_in_process(_model, *args) -> G.SmallWorldPoint:
 
 
 def measure_curve_point(model_class, params: dict, field_name: str, p: float, backend: str = "numpy",
-                        samples: int | None = 64, seed: int = 0) -> G.SmallWorldPoint:
+                        samples: int | None = 64, seed: int = 0,
+                        cancelled: Callable[[], bool] | None = None) -> G.SmallWorldPoint | None:
     """One point of the small-world curve (``G.measure_point``), for a NumPy model in the worker
     process: building a model and measuring its graph are long C calls that hold the GIL, which from the curve's
     worker thread would stall the window (on two busy cores, a second at a time). A CUDA model, or no process to
-    be had: measured here on the calling thread."""
+    be had: measured here on the calling thread. None when ``cancelled()`` (the window closing killed the process
+    during the call: the point is not measured again here)."""
     args = (model_class, params, field_name, p, backend, samples, seed)
     if USE_PROCESS and backend == "numpy":
         try:
             return _worker.get().call(measure_point_in_process, None, *args)
         except ProcessGone as exc:
+            if cancelled is not None and cancelled():
+                return None
             log.warning("small-world point measured on a worker thread: %s", exc)
     return G.measure_point(*args)
 
@@ -77,6 +81,8 @@ def measure_curve_point(model_class, params: dict, field_name: str, p: float, ba
 def measure_model(snapshot, state, samples: int | None, cancelled: Callable[[], bool]) -> dict | None:
     """The worker thread's part: in the worker process when there is a ``state`` to send, else here on the
     shallow copy ``snapshot``. None when cancelled meanwhile."""
+    if cancelled():
+        return None
     if state is not None:
         try:
             return _worker.get().call(measure_in_process, state, samples)
@@ -260,7 +266,8 @@ class GraphPanel(AnalysisDock):
             return G.curve_for(cls, params, backend, probabilities, samples,
                                on_point=lambda c: emit(G.SmallWorldCurve(c.field, c.measure, c.reference,
                                                                          list(c.points))),
-                               cancelled=cancelled, measure=measure_curve_point)
+                               cancelled=cancelled,
+                               measure=lambda *a: measure_curve_point(*a, cancelled=cancelled))
 
         worker = Worker(job, self)
         worker.progress.connect(self._curve_point)

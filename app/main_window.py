@@ -831,6 +831,10 @@ class MainWindow(QtWidgets.QMainWindow):
         except MemoryError:
             self._stop_on_error(ParameterError("steps", "not enough memory to step this model"))
             done = None
+        except Exception as exc:    # any other failure of the batch (from the worker process: a RuntimeError)
+            log.exception("background steps")
+            self._stop_on_error(f"the steps failed: {type(exc).__name__}: {exc}")
+            done = None
         if done is None and self.stepper.busy:
             self._show_background_work()
             return

@@ -326,14 +326,13 @@ def run(backend_name: str, problem: Problem, method: str, dx: float, dt: float, 
             sync()
             wall += time.perf_counter() - start
             energies.append(model.observables()["free_energy"])
-        outcome.setdefault("energies", energies)
-        outcome.setdefault("model", model)
+        if not outcome:               # the first run's results (the repeats give the same); no model kept
+            from latticelab.sim.backend import to_numpy
+            outcome.update(energies=energies, phi_end=to_numpy(model.phi).astype(np.float64))
         return wall
 
     walls = timings(timed, repeats)
-    from latticelab.sim.backend import to_numpy
-    phi_end = to_numpy(outcome["model"].phi).astype(np.float64)
-    return Run(method, dx, dt, per_sample * problem.samples, min(walls), outcome["energies"], phi_end,
+    return Run(method, dx, dt, per_sample * problem.samples, min(walls), outcome["energies"], outcome["phi_end"],
                walls=walls)
 
 
@@ -354,12 +353,12 @@ def run_adaptive(backend_name: str, problem: Problem, integrator: str, dx: float
         model.advance_to(problem.until)
         sync()
         wall = time.perf_counter() - start
-        outcome.setdefault("model", model)
+        if not outcome:               # the first run's results (the repeats give the same); no model kept
+            outcome.update(steps=model.step_count, phi_end=to_numpy(model.phi).astype(np.float64))
         return wall
 
     walls = timings(timed, repeats)
-    model = outcome["model"]
-    steps, phi_end = model.step_count, to_numpy(model.phi).astype(np.float64)
+    steps, phi_end = outcome["steps"], outcome["phi_end"]
 
     replay = _model(backend_name, problem, integrator, dx, dt_min, **options)
     times = problem.times()

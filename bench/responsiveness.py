@@ -237,16 +237,18 @@ def main(args) -> int:
     from latticelab.app.gui import freeze_after_start
     freeze_after_start(window)             # as the application does after start-up
     probe = EventLoopProbe(window, args.tick_ms)
-    wait_events(0.5)
-    cases = [case_swendsen_wang(window, probe, args)]
-    window.set_parameter("dim", 3, also={"L": args.L3, "algorithm": "metropolis", "T": 4.0, "p": 0.0})
-    cases.append(case_spectrum(window, probe, args, running=True))
-    cases.append(case_spectrum(window, probe, args, running=False))
-    probe.stop()
-    window.close()
-    app.processEvents()
-    import gc
-    gc.unfreeze()                          # main may run inside a longer process (a test)
+    try:
+        wait_events(0.5)
+        cases = [case_swendsen_wang(window, probe, args)]
+        window.set_parameter("dim", 3, also={"L": args.L3, "algorithm": "metropolis", "T": 4.0, "p": 0.0})
+        cases.append(case_spectrum(window, probe, args, running=True))
+        cases.append(case_spectrum(window, probe, args, running=False))
+    finally:                               # main may run inside a longer process (a test): leave it as it was
+        import gc
+        probe.stop()
+        window.close()
+        app.processEvents()
+        gc.unfreeze()
     cores = os.cpu_count() or 0
     device = f"CPU, {cores} cores, NumPy"
     print(f"device: {device}; event-loop probe every {args.tick_ms} ms; {args.seconds:g} s per case")

@@ -698,23 +698,28 @@ def small_world_curve(model, probabilities=None, samples: int | None = 64, seed:
 
 
 def curve_for(model_class, params: dict, backend: str = "numpy", probabilities=None, samples: int | None = 64,
-              seed: int = 0, on_point=None, cancelled=None, measure=measure_point) -> SmallWorldCurve:
+              seed: int = 0, on_point=None, cancelled=None, measure=measure_point) -> SmallWorldCurve | None:
     """``small_world_curve`` from a model class and plain parameters (what a worker thread is handed).
     ``measure`` has ``measure_point``'s signature: the caller may have each point measured elsewhere (the
-    window sends them to a worker process)."""
+    window sends them to a worker process) and return None to end the curve there (cancelled)."""
     name = rewiring_field(model_class)
     if name is None:
         raise GraphError(f"{model_class.__name__} names no rewiring parameter (Params.rewiring_field), so its "
                          "geometry cannot be rebuilt at other p")
     probabilities = default_probabilities() if probabilities is None else np.asarray(probabilities, float)
     ref = measure(model_class, params, name, 0.0, backend, samples, seed)
+    if ref is None:
+        return None
     curve = SmallWorldCurve(name, ref.clustering.measure, ref)
     if on_point:
         on_point(curve)
     for p in probabilities:
         if cancelled is not None and cancelled():
             break
-        curve.points.append(measure(model_class, params, name, float(p), backend, samples, seed))
+        point = measure(model_class, params, name, float(p), backend, samples, seed)
+        if point is None:
+            break
+        curve.points.append(point)
         if on_point:
             on_point(curve)
     return curve

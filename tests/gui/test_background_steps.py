@@ -122,3 +122,41 @@ def test_a_dock_that_finds_the_model_busy_copies_it_right_after_the_batch(make_w
     release.set()                                      # the batch comes in; the dock copies the model at once
     qtbot.waitUntil(lambda: started() > before, timeout=15000)
     window.set_running(False)
+
+
+def test_the_signal_dock_declined_while_stepping_refreshes_right_after_the_batch(make_window, qtbot, held_steps):
+    """The Signal dock reads nothing while the worker steps the model (READ_WHILE_STEPPING = False); a refresh it
+    declined then is made again once the batch is committed (its own timer stopped here)."""
+    window = make_window(model="cortex")
+    panel = window.signal_panel
+    qtbot.waitUntil(lambda: panel.available and panel.canvas is not None, timeout=30000)
+    panel.timer.stop()
+    release = held_steps(window)
+    window.set_running(True)
+    qtbot.waitUntil(lambda: window.stepper.busy, timeout=15000)
+    panel.show()
+    panel.raise_()
+    qtbot.waitUntil(panel.on_screen, timeout=5000)
+    drawn = panel._drawn
+    assert not panel.refresh(force=True)               # declined: the worker writes the model
+    release.set()
+    qtbot.waitUntil(lambda: panel._drawn is not None and panel._drawn != drawn, timeout=15000)
+    window.set_running(False)
+
+
+def test_a_batch_that_fails_stops_the_run_with_a_message_and_waiting_readers_still_run(make_window, qtbot,
+                                                                                       monkeypatch):
+    monkeypatch.setattr(main_window_module, "wants_background", lambda *args: True)
+    window = make_window(L=16, T=2.0)
+
+    def broken(n):
+        raise RuntimeError("the kernel went wrong")
+
+    window.model.advance = broken
+    ran = []
+    window.set_running(True)
+    qtbot.waitUntil(lambda: window.stepper.busy or not window.running, timeout=15000)
+    window.when_model_free(lambda: ran.append(True))
+    qtbot.waitUntil(lambda: not window.running, timeout=15000)
+    assert "the steps failed: RuntimeError" in window.last_error and "the kernel went wrong" in window.last_error
+    qtbot.waitUntil(lambda: bool(ran), timeout=5000)

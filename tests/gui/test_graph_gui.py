@@ -106,3 +106,29 @@ def test_the_edges_are_read_off_the_gui_thread_while_it_says_computing(make_wind
         assert "256 vertices" in panel.info.text()
     # the process read them in its own copy of the model; the worker thread read them here, off the GUI thread
     assert readers and threading.main_thread() not in readers
+
+
+def test_a_cancelled_curve_point_is_not_measured_again_when_the_process_is_killed(monkeypatch):
+    """The window closing kills the worker process during a curve point: the point is not computed again on the
+    curve's thread (which the closing window waits for), and the curve ends there."""
+    from latticelab.app import graph_panel
+    from latticelab.app.stepping import ProcessGone
+    from latticelab.sim.models import get_model
+
+    class Killed:
+        def call(self, *args):
+            raise ProcessGone("the worker process ended during a call")
+
+    monkeypatch.setattr(graph_panel._worker, "get", lambda: Killed())
+    measured = []
+    monkeypatch.setattr(G, "measure_point", lambda *args: measured.append(args))
+    cls = get_model("ising")
+    params = dict(cls.create(backend="numpy", dim=2, L=8, p=0.1, seed=1).params.model_dump())
+    point = graph_panel.measure_curve_point(cls, params, "p", 0.1, "numpy", None, 0, cancelled=lambda: True)
+    assert point is None and measured == []
+    curve = G.curve_for(cls, params, "numpy", [0.1, 0.5], None,
+                        measure=lambda *a: graph_panel.measure_curve_point(*a, cancelled=lambda: True))
+    assert curve is None and measured == []
+    # not cancelled: the point falls back to this thread, as before
+    graph_panel.measure_curve_point(cls, params, "p", 0.1, "numpy", None, 0, cancelled=lambda: False)
+    assert len(measured) == 1
