@@ -17,8 +17,8 @@ from typing import Callable
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
-from latticelab.app.stepping import RetryWhenFree
-from latticelab.render.plots import one_font_manager, warm_up_steps
+from latticelab.app.stepping import ModelAccess
+from latticelab.render.plots import one_font_manager, paint_requests_held, warm_up_steps
 
 PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
 RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
@@ -207,7 +207,7 @@ class CapabilityDock(AnalysisDock):
         self._plot_iter = None       # the steps making the plots, shared by ``_plots`` and ``stage_for``
         self.plots_made = False
         # a refresh declined while the worker steps the model is made again right after its batch
-        self._retry = RetryWhenFree(getattr(window, "when_model_free", None))
+        self.access = ModelAccess(window)
 
     def applies_to(self, model_class) -> bool:
         """Whether models of ``model_class`` have what this dock shows."""
@@ -315,13 +315,10 @@ class CapabilityDock(AnalysisDock):
         try:
             yield
         finally:
-            # visible again at once (a render() right after the switch shows the plots), under VisPy's own
-            # draw-in-progress flag so that this asks for no paint: the data's draw below makes the one paint
-            self.canvas._drawing = True
-            try:
+            # visible again at once (a render() right after the switch shows the plots), asking for no paint:
+            # the data's draw below makes the one paint
+            with paint_requests_held(self.canvas):
                 scene.visible = True
-            finally:
-                self.canvas._drawing = False
             QtCore.QTimer.singleShot(0, self._draw_now)
 
     def _draw_now(self) -> None:
@@ -330,8 +327,7 @@ class CapabilityDock(AnalysisDock):
 
     def stepping(self) -> bool:
         """Whether a worker is stepping the window's model now (its arrays are not to be read)."""
-        stepper = getattr(self.window, "stepper", None)
-        return stepper is not None and stepper.busy
+        return self.access.busy()
 
     def refresh(self, force: bool = False) -> bool:
         """Take the model's new data; redraw when shown and something changed (or when forced). Returns
@@ -344,7 +340,7 @@ class CapabilityDock(AnalysisDock):
             self._identity = None
             return False
         if not self.READ_WHILE_STEPPING and self.stepping():
-            self._retry.ask(lambda: self.refresh(force))
+            self.access.retry(lambda: self.refresh(force))
             return False
         try:
             key = self._take(model)

@@ -31,7 +31,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.analysis_dock import RIGHT, AnalysisDock, info_label, install_dock, make_canvas
-from latticelab.app.stepping import ProcessGone, RetryWhenFree, SharedProcess
+from latticelab.app.stepping import ModelAccess, ProcessGone, SharedProcess
 from latticelab.render.graph_plots import DegreePlot, SmallWorldPlot
 from latticelab.sim.analysis import graph as G
 from latticelab.sim.model import HasGraph
@@ -146,14 +146,12 @@ def describe(result: dict) -> str:
 
 class GraphPanel(AnalysisDock):
     def __init__(self, model_source: Callable[[], object], parent=None, probabilities=None,
-                 curve_samples: int | None = PATH_SAMPLES, busy: Callable[[], bool] | None = None,
-                 when_free: Callable[[Callable[[], None]], None] | None = None):
-        """``busy()``: True while something else (the window's stepping worker) writes the model's arrays; no
-        copy of its state is taken then, and the measurement is asked for again through ``when_free(action)``
-        (which runs ``action`` once the arrays are free)."""
+                 curve_samples: int | None = PATH_SAMPLES, access: ModelAccess | None = None):
+        """``access``: whether the window's stepping worker writes the model's arrays (no copy of its state is
+        taken then, and the measurement is asked for again right after its batch)."""
         super().__init__("Graph", "graph_dock", parent, model_source)
-        self.busy = busy or (lambda: False)
-        self._retry = RetryWhenFree(when_free)   # a measurement refused while the worker steps: right after it
+        self.access = access or ModelAccess()
+        self.busy = self.access.busy
         self.measures_started = 0
         self.probabilities = G.default_probabilities(9) if probabilities is None else probabilities
         self.curve_samples = curve_samples
@@ -209,7 +207,7 @@ class GraphPanel(AnalysisDock):
             return False
         snapshot, state = self._copy(model)
         if snapshot is None:                       # the stepping worker writes the model: once it is done
-            self._retry.ask(lambda: self.refresh(force))
+            self.access.retry(lambda: self.refresh(force))
             return False
         self._identity = identity
         n = int(math.prod(model.shape))
@@ -318,10 +316,5 @@ class GraphPanel(AnalysisDock):
 def install(window, area=RIGHT) -> GraphPanel:
     """Add the dock to a main window with a ``model`` attribute; a tab beside the live plots when present."""
     # the window closing stops the workers first
-    def stepping() -> bool:   # the window's stepping worker (app/stepping.py) is writing the model's arrays
-        return bool(getattr(getattr(window, "stepper", None), "busy", False))
-
-    panel = GraphPanel(lambda: window.model, parent=window, busy=stepping,
-                       when_free=getattr(window, "when_model_free", None))
-    return install_dock(window, panel, "graph_panel",
-                        area, stop_with_window=True)
+    panel = GraphPanel(lambda: window.model, parent=window, access=ModelAccess(window))
+    return install_dock(window, panel, "graph_panel", area, stop_with_window=True)

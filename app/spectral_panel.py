@@ -50,7 +50,7 @@ from latticelab.app.analysis_dock import info_label, paint_only_when_shown
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
-from latticelab.app.stepping import ProcessGone, RetryWhenFree, SharedProcess
+from latticelab.app.stepping import ModelAccess, ProcessGone, SharedProcess
 from latticelab.render.gl_renderer import current_is_software
 from latticelab.render.isosurface import SpectrumIsoView
 from latticelab.render.plots import one_font_manager, warm_up_steps
@@ -127,17 +127,16 @@ class SpectralPanel(QtWidgets.QDockWidget):
     """Spectral views of ``model_source()`` (any model: its main field)."""
 
     def __init__(self, model_source: Callable[[], object], parent=None, prefs=None, interactive: bool = True,
-                 refresh_ms: int = REFRESH_MS, busy: Callable[[], bool] | None = None, status_bar=None,
-                 when_free: Callable[[Callable[[], None]], None] | None = None):
-        """``busy()``: True while something else (the window's stepping worker) writes the model's arrays, so
-        no copy is taken then, and the request is made again through ``when_free(action)`` (which runs
-        ``action`` once the arrays are free); ``status_bar``: a QStatusBar told while a job takes long."""
+                 refresh_ms: int = REFRESH_MS, access: ModelAccess | None = None, status_bar=None):
+        """``access``: whether the window's stepping worker writes the model's arrays (no copy is taken then,
+        and the request is made again right after its batch); ``status_bar``: a QStatusBar told while a job
+        takes long."""
         super().__init__("Spectrum", parent, objectName="spectral_dock")
         self.model_source = model_source
         self.prefs = prefs
         self.interactive = interactive
-        self.busy = busy or (lambda: False)
-        self._retry = RetryWhenFree(when_free)
+        self.access = access or ModelAccess()
+        self.busy = self.access.busy
         self.status_bar = status_bar
         self.accumulator = spectral.SpectrumAccumulator()
         self.magnitude = None
@@ -323,7 +322,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         if not self.on_screen():
             return None
         if self.busy():
-            self._retry.ask(lambda: self._job is None and self.request(force))
+            self.access.retry(lambda: self._job is None and self.request(force))
             return None
         model = self._model()
         if model is None:
@@ -694,12 +693,9 @@ def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> Spectr
     With a live-plot dock present the panel becomes a tab beside it, so the lattice view keeps its
     space; the panel only computes while its tab is shown.
     """
-    def stepping() -> bool:   # the window's stepping worker (app/stepping.py) is writing the model's arrays
-        return bool(getattr(getattr(window, "stepper", None), "busy", False))
-
     panel = SpectralPanel(lambda: window.model, parent=window, prefs=getattr(window, "prefs", None),
-                          interactive=getattr(window, "interactive", True), busy=stepping,
-                          status_bar=window.statusBar(), when_free=getattr(window, "when_model_free", None))
+                          interactive=getattr(window, "interactive", True), access=ModelAccess(window),
+                          status_bar=window.statusBar())
     window.addDockWidget(area, panel)
     plots = getattr(window, "plot_dock", None)
     if isinstance(plots, QtWidgets.QDockWidget):

@@ -279,19 +279,24 @@ class SharedProcess:
             return self.started
 
 
-class RetryWhenFree:
-    """For a reader of the model's arrays (an analysis dock) that found the stepping worker writing them: ask the
-    window (``when_free(action)``, app/main_window.py ``when_model_free``) to run ``action`` once the batch is
-    committed and before the next one starts, at most one request outstanding. Without it a reader that tries on
-    its own timer finds the model free only in the one frame between two batches, and a large CPU model running
-    in the background could keep the Spectrum dock from ever updating."""
+class ModelAccess:
+    """When a reader of the window's model (an analysis dock) may copy its arrays: not while the window's stepping
+    worker writes them (``busy``). A reader refused then asks (``retry``) the window to run it once the batch is
+    committed and before the next one starts (app/main_window.py ``when_model_free``), at most one request
+    outstanding. Without it a reader that tries on its own timer finds the model free only in the one frame
+    between two batches, and a large CPU model running in the background could keep the Spectrum dock from ever
+    updating. Without a window (a dock on its own): never busy."""
 
-    def __init__(self, when_free=None):
-        self.when_free = when_free
+    def __init__(self, window=None):
+        self.window = window
         self.asked = False
 
-    def ask(self, action) -> None:
-        if self.when_free is None or self.asked:
+    def busy(self) -> bool:
+        return bool(getattr(getattr(self.window, "stepper", None), "busy", False))
+
+    def retry(self, action) -> None:
+        when_free = getattr(self.window, "when_model_free", None)
+        if when_free is None or self.asked:
             return
         self.asked = True
 
@@ -299,7 +304,7 @@ class RetryWhenFree:
             self.asked = False
             action()
 
-        self.when_free(run)
+        when_free(run)
 
 
 class BackgroundStepper:

@@ -38,6 +38,7 @@ from vispy import gloo, scene
 from vispy.visuals.visual import CompoundVisual
 
 from latticelab.render.gl_renderer import current_is_software
+from latticelab.render.plots import paint_requests_held
 
 _BLIT_VERT = """
 attribute vec2 a_position;
@@ -208,11 +209,10 @@ class RegionCachedCanvas(scene.SceneCanvas):
             gloo.set_state(scissor_test=True)
             gloo.set_scissor(x, y, w, h)
             self.context.clear(color=self.bgcolor, depth=True)
-            self._drawing = True
-            for each in drawn:
-                self._draw_subtree(each)
+            with paint_requests_held(self):
+                for each in drawn:
+                    self._draw_subtree(each)
         finally:
-            self._drawing = False
             gloo.set_state(scissor_test=False)
             self.pop_fbo()
 

@@ -37,6 +37,7 @@ from vispy.gloo import gl
 from vispy.scene.visuals import create_visual_node
 from vispy.visuals import Visual
 
+from latticelab.render.plots import paint_requests_held
 from latticelab.render.shaders import load_shader
 from latticelab.sim.analysis.marching_cubes import Mesh, marching_cubes
 
@@ -270,24 +271,22 @@ class StagedPicture:
     def _draw_into(self, canvas, index: int, size, slices, clear: bool, extras: bool) -> None:
         framebuffer = self._target(index, size)[0]
         canvas.set_current()
-        drawing = canvas._drawing
         canvas.push_fbo(framebuffer, (0, 0), canvas.size)
         try:
-            canvas._drawing = True            # no canvas update scheduled by what is done here
-            if clear:
-                canvas.context.clear(color=self.background, depth=True)
-            for index_buffer in slices:
-                self.surface.draw_faces(index_buffer)
-            for node in self.extras if extras else ():
-                node.visible = True           # (no canvas update while ``_drawing``)
-                try:
-                    node.draw()
-                finally:
-                    node.visible = False
-            canvas.context.flush_commands()
-            gl.glFinish()                     # the software rasterizer works now, not at the next on-screen draw
+            with paint_requests_held(canvas):     # no canvas update scheduled by what is done here
+                if clear:
+                    canvas.context.clear(color=self.background, depth=True)
+                for index_buffer in slices:
+                    self.surface.draw_faces(index_buffer)
+                for node in self.extras if extras else ():
+                    node.visible = True
+                    try:
+                        node.draw()
+                    finally:
+                        node.visible = False
+                canvas.context.flush_commands()
+                gl.glFinish()                 # the software rasterizer works now, not at the next on-screen draw
         finally:
-            canvas._drawing = drawing
             canvas.pop_fbo()
         canvas.context.flush_commands()
 

@@ -396,6 +396,19 @@ def warm_up(canvas, node, size: int = 16) -> None:
         pass
 
 
+@contextlib.contextmanager
+def paint_requests_held(canvas):
+    """VisPy's own draw-in-progress flag (``canvas._drawing``) set around the block: the node updates made inside
+    it (the transform changes of an FBO push, a change of visibility) ask for no paint of the canvas. Its
+    previous value is restored."""
+    previous = canvas._drawing
+    canvas._drawing = True
+    try:
+        yield
+    finally:
+        canvas._drawing = previous
+
+
 def warm_up_steps(canvas, node, size: int = 16):
     """``warm_up``, one drawn visual at a time: yields the name of each after drawing it."""
     from vispy import gloo
@@ -414,19 +427,16 @@ def warm_up_steps(canvas, node, size: int = 16):
         canvas.set_current()
         if fbo is None:
             fbo = gloo.FrameBuffer(color=gloo.RenderBuffer((size, size)), depth=gloo.RenderBuffer((size, size)))
-        # ``_drawing`` (VisPy's own flag for a draw in progress) also covers the FBO push and pop: they change
-        # every visual's transforms, whose update requests would otherwise schedule a full paint of the canvas
-        # after each step (a hidden dock's canvas painted some 20 times, 50 ms each on llvmpipe)
-        canvas._drawing = True
-        try:
+        # held around the FBO push and pop too: they change every visual's transforms, whose update requests
+        # would otherwise schedule a full paint of the canvas after each step (a hidden dock's canvas painted
+        # some 20 times, 50 ms each on llvmpipe)
+        with paint_requests_held(canvas):
             canvas.push_fbo(fbo, (0, 0), canvas.size)
             try:
                 each.draw()
                 canvas.context.flush_commands()
             finally:
                 canvas.pop_fbo()
-        finally:
-            canvas._drawing = False
         canvas.context.flush_commands()
         yield type(each).__name__
 

@@ -99,6 +99,16 @@ def test_a_save_asked_for_during_a_step_is_written_after_it(make_window, qtbot, 
     assert saved.step_count == window.model.step_count >= 1
 
 
+def hold_a_batch_with_the_dock_shown(window, qtbot, held_steps, panel):
+    """Run the window with its batch held on the worker and ``panel`` on screen; returns the batch's release."""
+    release = held_steps(window)
+    window.set_running(True)
+    qtbot.waitUntil(lambda: window.stepper.busy, timeout=15000)
+    panel.show()
+    panel.raise_()
+    qtbot.waitUntil(panel.on_screen, timeout=5000)
+    return release
+
 
 @pytest.mark.parametrize("dock", ["spectral_panel", "graph_panel"])
 def test_a_dock_that_finds_the_model_busy_copies_it_right_after_the_batch(make_window, qtbot, held_steps, dock):
@@ -110,12 +120,7 @@ def test_a_dock_that_finds_the_model_busy_copies_it_right_after_the_batch(make_w
     panel.timer.stop()
     started = (lambda: panel.jobs_started) if dock == "spectral_panel" else (lambda: panel.measures_started)
     ask = (lambda: panel.request(force=True)) if dock == "spectral_panel" else (lambda: panel.refresh(force=True))
-    release = held_steps(window)
-    window.set_running(True)
-    qtbot.waitUntil(lambda: window.stepper.busy, timeout=15000)
-    panel.show()
-    panel.raise_()
-    qtbot.waitUntil(panel.on_screen, timeout=5000)
+    release = hold_a_batch_with_the_dock_shown(window, qtbot, held_steps, panel)
     before = started()
     assert not ask()                                   # refused: the worker writes the arrays
     assert started() == before
@@ -131,12 +136,7 @@ def test_the_signal_dock_declined_while_stepping_refreshes_right_after_the_batch
     panel = window.signal_panel
     qtbot.waitUntil(lambda: panel.available and panel.canvas is not None, timeout=30000)
     panel.timer.stop()
-    release = held_steps(window)
-    window.set_running(True)
-    qtbot.waitUntil(lambda: window.stepper.busy, timeout=15000)
-    panel.show()
-    panel.raise_()
-    qtbot.waitUntil(panel.on_screen, timeout=5000)
+    release = hold_a_batch_with_the_dock_shown(window, qtbot, held_steps, panel)
     drawn = panel._drawn
     assert not panel.refresh(force=True)               # declined: the worker writes the model
     release.set()
