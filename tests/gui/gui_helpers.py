@@ -5,11 +5,19 @@ import numpy as np
 
 
 def activate(qtbot, window) -> None:
-    """Make ``window`` the active window (shortcuts need one; Xvfb has no window manager to do it)."""
+    """Make ``window`` the active window (shortcuts need one; Xvfb has no window manager to do it). Asked again at
+    each look: the CI's two test processes share one X display, and a window of the other one can take the focus
+    after a single request (a fresh-clone run failed so, with this window never active for 15 s)."""
     from PySide6 import QtWidgets
 
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QtWidgets.QApplication.activeWindow() is window, timeout=15000)
+    def active() -> bool:
+        if QtWidgets.QApplication.activeWindow() is window:
+            return True
+        window.raise_()
+        window.activateWindow()
+        return False
+
+    qtbot.waitUntil(active, timeout=15000)
 
 
 def answer_next_dialog(qtbot, button_text: str, found: list | None = None):
