@@ -225,9 +225,14 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
         import cProfile
         profiler = cProfile.Profile()
         profiler.enable()
+    from latticelab.bench.frame_phases import FramePhases, describe
+    phases = FramePhases(window).install()
+    phases.recording = True
     since = time.perf_counter()
     draws, steps, seconds = probe.run_for(args.seconds)
     until = time.perf_counter()
+    phases.recording = False
+    phases.remove()
     if profiler is not None:
         profiler.disable()
         import pstats
@@ -238,7 +243,9 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
                 "median_frame_ms": 1000 * statistics.median(gaps) if gaps else float("nan"),
                 "longest_frame_ms": 1000 * max(gaps, default=float("nan")),
                 "longest_tick_gap_ms": 1000 * probe.longest_tick_gap(since, until),
-                "plot_refreshes": plot_refreshes(probe, since, until)}
+                "plot_refreshes": plot_refreshes(probe, since, until),
+                "phases": phases.per_frame_ms()}
+    print(f"{dim}D L={L} adaptive: where a frame's time went\n{describe(adaptive['phases'])}", flush=True)
     tracer = getattr(probe, "tracer", None)
     if tracer is not None:     # what the steady running's long gaps were made of
         print(f"{dim}D L={L} adaptive, steady: longest tick gap {adaptive['longest_tick_gap_ms']:.0f} ms")
