@@ -33,6 +33,7 @@ class FramePhases:
         self._wrap(w.runner, "advance", "advance (wait + launch)")
         self._time_draws(w.lattice_canvas, "lattice paint")
         self._time_draws(w.plot_canvas, "plot paint")
+        self._events = EventClock().install()
         return self
 
     def _wrap(self, owner, name: str, label: str) -> None:
@@ -74,6 +75,8 @@ class FramePhases:
                 delattr(owner, name)      # the class's method shows through again
             except AttributeError:
                 pass
+        if getattr(self, "_events", None) is not None:
+            self._events.remove()
         for canvas, first, last in self._draw_hooks:
             canvas.events.draw.disconnect(first)
             canvas.events.draw.disconnect(last)
@@ -90,7 +93,53 @@ class FramePhases:
             inside = self.totals["frame (whole tick)"] / ticks
             out["tick period"] = {"ms_per_tick": 1000 * period, "calls": len(self.ticks)}
             out["between ticks"] = {"ms_per_tick": 1000 * (period - inside), "calls": len(self.ticks) - 1}
+        if getattr(self, "_events", None) is not None:
+            for kind, (seconds, calls) in self._events.largest(6):
+                out[f"Qt event {kind}"] = {"ms_per_tick": 1000 * seconds / ticks, "calls": calls}
         return out
+
+
+class EventClock:
+    """The GUI thread's time by Qt event type: an application-wide event filter notes when each event arrives,
+    and the time until the next one arrives is charged to it (its handling, and any wait after it). With the
+    frame timer at interval 0 the loop never idles, so this splits 'between ticks' into the events that fill it
+    (the top-level window's UpdateRequest is where Qt paints and composes the window)."""
+
+    def __init__(self):
+        from PySide6 import QtCore
+
+        clock = self
+
+        class Filter(QtCore.QObject):
+            def eventFilter(self, receiver, event):
+                clock.arrived(event.type())
+                return False
+
+        self._filter = Filter()
+        self.totals: dict[str, list] = {}
+        self._last = None
+        self.recording = True
+
+    def install(self) -> "EventClock":
+        from PySide6 import QtWidgets
+        QtWidgets.QApplication.instance().installEventFilter(self._filter)
+        return self
+
+    def remove(self) -> None:
+        from PySide6 import QtWidgets
+        QtWidgets.QApplication.instance().removeEventFilter(self._filter)
+
+    def arrived(self, kind) -> None:
+        now = time.perf_counter()
+        if self._last is not None:
+            name, since = self._last
+            entry = self.totals.setdefault(name, [0.0, 0])
+            entry[0] += now - since
+            entry[1] += 1
+        self._last = (getattr(kind, "name", str(kind)), now)
+
+    def largest(self, k: int) -> list:
+        return sorted(((n, tuple(v)) for n, v in self.totals.items()), key=lambda item: -item[1][0])[:k]
 
 
 def describe(phases: dict) -> str:

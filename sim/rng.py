@@ -31,6 +31,13 @@ class StreamRNG:
         self.streams_used += 1
         return self.seed, stream
 
+    def next_keys(self, n: int) -> tuple[int, int]:
+        """(seed, first stream) of the next ``n`` keys: what ``n`` calls of ``next_key`` would give, streams
+        first .. first + n - 1, for kernels that take their stream relative to a device-side base."""
+        first = self.streams_used
+        self.streams_used += int(n)
+        return self.seed, first
+
     def host_stream(self) -> np.random.Generator:
         """A NumPy generator for the next stream, whatever the backend (graph building, seeds)."""
         stream = self.streams_used

@@ -68,9 +68,11 @@ def test_small_world_curve_arrives_while_the_window_runs(make_window, qtbot):
     assert len(p) == 5 and c[-1] < 0.5 and l_[-1] < l_[0] and panel.curve_plot.current_p == 0.05
     assert "5 of 5 points" in panel.curve_info.text() and "square" in panel.curve_info.text()
     assert window.model.params.p == 0.05
-    # the points were measured in the dock's worker process (building and measuring hold the GIL)
-    process = graph_panel._worker.get()
-    assert process.calls - calls_before >= 6 or process.failed, (process.calls, calls_before, process.failed)
+    # on NumPy the points were measured in the dock's worker process (building and measuring hold the GIL); a
+    # CUDA model's curve is built on the device from a worker thread (app/graph_panel.py measure_curve_point)
+    if window.model.backend_name == "numpy":
+        process = graph_panel._worker.get()
+        assert process.calls - calls_before >= 6 or process.failed, (process.calls, calls_before, process.failed)
 
 
 def test_graph_tab_disabled_without_a_graph(make_window, qtbot):

@@ -29,6 +29,8 @@ INLINE_MODIFIED_BELOW = 1000  # chunk kernel handles modified sites itself when 
 
 
 MAX_FRAME_SWEEPS = 1024    # measured sweeps per packed frame launch sequence (longer frames run in chunks)
+PARAMS_WORDS = 11          # struct MultispinParams in 64-bit words (metropolis_multispin.cu)
+LARGEST_GRAPH = 128        # sweeps in the largest captured frame graph (larger frames replay it several times)
 # flags of metropolis_multispin (metropolis_multispin.cu)
 MS_WRITE_FLIPS, MS_UNION_FLIPS, MS_MEASURE, MS_SLOT_SHIFT = 2, 4, 8, 4
 
@@ -79,6 +81,83 @@ class PendingTotals:
     def device_seconds(self) -> float:
         self.end.synchronize()
         return self._xp.cuda.get_elapsed_time(self.start, self.end) / 1000.0
+
+
+class FrameReplay:
+    """The launches of a frame's sweeps, K at a time, each sweep taking its stream and totals slot relative to the
+    frame's position in the parameter block: sweep i of K launches the two colour passes (and the rewired edges'
+    bond correction) with stream i and slot i, then multispin_advance_base moves the position on by K. On a
+    CUDA device each K (a power of two up to LARGEST_GRAPH) is captured once into a CUDA graph and replayed with
+    one launch; under the CPU emulator, and wherever capture fails, the same launches are made directly. A
+    frame of n sweeps runs the graphs of n's binary digits (LARGEST_GRAPH several times), in decreasing order.
+    The launches' arguments are fixed (the kernels, the packed lattice and the parameter block belong to the
+    engine, and ``seed`` is the model's), so a replay needs nothing from the host but its launch."""
+
+    def __init__(self, engine, ms: dict, seed: int):
+        self.engine, self.ms, self.seed = engine, ms, seed
+        self.graphs: dict[int, object] = {}
+        self.capture = not isinstance(ms["totals"], np.ndarray)    # CuPy: capture graphs; the emulator: direct
+        self._stream = None
+
+    def run(self, n: int) -> None:
+        while n >= LARGEST_GRAPH:
+            self._replay(LARGEST_GRAPH)
+            n -= LARGEST_GRAPH
+        k = LARGEST_GRAPH
+        while n:
+            k >>= 1
+            if n & k:
+                self._replay(k)
+                n -= k
+
+    def launch(self, k: int) -> None:
+        """The launches of k sweeps, made directly on the current stream."""
+        ms = self.ms
+        grid, block, L, packed, params = ms["launch"] + (ms["L"], ms["packed"], ms["params"])
+        sweep, seed = ms["sweep"], np.uint64(self.seed)
+        ends, n_rewired = ms["rewired_ends"]
+        rewired_launch = ((grid_for(n_rewired, BLOCK_THREADS, 1024),), (BLOCK_THREADS,))
+        for i in range(k):
+            flags = MS_WRITE_FLIPS | MS_MEASURE | MS_UNION_FLIPS | (i << MS_SLOT_SHIFT)
+            stream = np.uint64(i)
+            sweep(grid, block, (packed, params, L, np.int32(flags), seed, stream))
+            sweep(grid, block, (packed, params, L, np.int32(flags | 1), seed, stream))
+            if n_rewired:
+                ms["measure_rewired"](*rewired_launch, (packed, ends, np.int32(n_rewired), params, np.int32(i)))
+        ms["advance_base"]((1,), (1,), (params, np.int32(k)))
+
+    def _replay(self, k: int) -> None:
+        if not self.capture:
+            self.launch(k)
+            return
+        graph = self.graphs.get(k)
+        if graph is None:
+            graph = self._captured(k)
+            if graph is None:
+                self.launch(k)
+                return
+            self.graphs[k] = graph
+        graph.launch(self.engine.xp.cuda.get_current_stream())
+
+    def _captured(self, k: int):
+        """A CUDA graph of ``launch(k)``, or None (capture turned off for this replay) if the driver refuses."""
+        cuda = self.engine.xp.cuda
+        if self._stream is None:
+            self._stream = cuda.Stream(non_blocking=True)
+        try:
+            with self._stream:
+                self._stream.begin_capture()
+                try:
+                    self.launch(k)
+                finally:
+                    graph = self._stream.end_capture()
+            return graph
+        except Exception as exc:       # the direct launches give the same result, only slower
+            import logging
+            logging.getLogger(__name__).warning("CUDA graph capture failed (%s: %s); launching directly",
+                                                type(exc).__name__, exc)
+            self.capture = False
+            return None
 
 
 class CudaEngine:
@@ -217,34 +296,37 @@ class CudaEngine:
         the union of the n sweeps' flips (the highlight) and each sweep's (bond sum, spin sum, flips), reduced
         on the device and copied to the host once. Returns (spins, union mask, host int64 array (n, 3)), or with
         ``wait=False`` on a CUDA device (spins, union mask, PendingTotals): the copy is queued behind the sweeps
-        and the host goes on (to draw the frame) while the device works."""
+        and the host goes on (to draw the frame) while the device works.
+
+        The sweeps take their Philox stream and totals slot relative to the frame's position in the parameter
+        block (multispin_set_base), so that on a CUDA device they are replayed from captured graphs
+        (FrameReplay): a few graph launches a frame instead of two or three kernel launches a sweep, whose
+        Python cost (about 15 us a sweep) kept the host busy for as long as the device took to run them."""
         n = int(n)
         spins = self._spins(spins)
         ms = self._multispin_kernels(T)
         grid, block, L, packed, params = ms["launch"] + (ms["L"], ms["packed"], ms["params"])
-        sweep, totals = ms["sweep"], ms["totals"]
-        ends, n_rewired = ms["rewired_ends"]
-        rewired_launch = ((grid_for(n_rewired, BLOCK_THREADS, 1024),), (BLOCK_THREADS,))
+        totals = ms["totals"]
         pending = None if wait or isinstance(totals, np.ndarray) else PendingTotals(self.xp, n)
+        seed, first_stream = rng.next_keys(n)
+        replay = ms.get("replay")
+        if replay is None or replay.seed != seed:
+            replay = ms["replay"] = FrameReplay(self, ms, seed)
         ms["pack"](grid, block, (spins, packed, L))
+        ms["flips"].fill(0)        # every sweep ORs its flips in: the union of the frame's
         rows = []
         done = 0
         while done < n:
             chunk = min(MAX_FRAME_SWEEPS, n - done)
             totals[:chunk].fill(0)
-            for slot in range(chunk):
-                seed, stream = rng.next_key()
-                seed, stream = np.uint64(seed), np.uint64(stream)
-                flags = MS_WRITE_FLIPS | MS_MEASURE | (slot << MS_SLOT_SHIFT) | (MS_UNION_FLIPS if done + slot else 0)
-                sweep(grid, block, (packed, params, L, np.int32(flags), seed, stream))
-                sweep(grid, block, (packed, params, L, np.int32(flags | 1), seed, stream))
-                if n_rewired:
-                    ms["measure_rewired"](*rewired_launch, (packed, ends, np.int32(n_rewired), totals, np.int32(slot)))
+            ms["set_base"]((1,), (1,), (params, np.uint64(first_stream + done), np.int32(0)))
+            replay.run(chunk)
             if pending is None:
                 rows.append(to_numpy(totals[:chunk]).view(np.int64).copy())
             else:
                 pending.copy_rows(totals[:chunk], done)
             done += chunk
+        ms["set_base"]((1,), (1,), (params, np.uint64(0), np.int32(0)))   # as other launches expect it
         mask = self.xp.empty(spins.shape, dtype=bool)
         ms["unpack"](grid, block, (spins, mask, packed, ms["flips"], L, np.int32(1)))
         if pending is not None:
@@ -268,22 +350,26 @@ class CudaEngine:
         if self._multispin is None:
             dim, L = self.dim, self.L
             names = (f"metropolis_multispin<{dim}>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
-            all_names = names + ("multispin_measure_rewired",)
+            all_names = names + ("multispin_measure_rewired", "multispin_set_base", "multispin_advance_base")
+            kernel = lambda name: get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, all_names)
             rewired = multispin.packed_rewired(self.lattice)
             W = L // 64
             bx = min(W, 32)
             by = whole_warp_rows(bx, L)
             self._multispin = {
-                "sweep": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[0], all_names),
-                "pack": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[1], all_names),
-                "unpack": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[2], all_names),
+                "sweep": kernel(names[0]),
+                "pack": kernel(names[1]),
+                "unpack": kernel(names[2]),
+                "set_base": kernel("multispin_set_base"),
+                "advance_base": kernel("multispin_advance_base"),
                 "launch": ((-(-W // bx), -(-L // by), L if dim == 3 else 1), (bx, by)),
                 "L": np.int32(L),
                 "packed": xp.zeros(self.n // 32, dtype=xp.uint32),
                 "flips": xp.zeros(self.n // 32, dtype=xp.uint32),
                 "totals": xp.zeros((MAX_FRAME_SWEEPS, 3), dtype=xp.uint64),
-                "measure_rewired": get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu",
-                                              "multispin_measure_rewired", all_names),
+                "measure_rewired": kernel("multispin_measure_rewired"),
+                # struct MultispinParams (one fixed buffer: captured graphs hold its address)
+                "params": xp.zeros(PARAMS_WORDS, dtype=xp.uint64),
                 "rewired_ends": self._packed_rewired_ends(),
                 "has_modified": rewired.has_modified,
                 "rewired": tuple(xp.asarray(a) for a in (rewired.words, rewired.rank, rewired.offsets,
@@ -293,11 +379,18 @@ class CudaEngine:
         ms = self._multispin
         if ms["params_T"] != T:
             table, (t2, t4, t6) = self._thresholds(T)
-            # struct MultispinParams: 7 pointers, then t2, t4, t6, has_modified (uint32 each), little-endian
+            # struct MultispinParams: 7 pointers, then t2, t4, t6, has_modified (uint32 each), little-endian;
+            # the frame position after them is left as it is. Written in the stream's order (CuPy's set copies
+            # synchronously), so sweeps already queued keep the old temperature.
             pointers = [self._address(a) for a in (ms["flips"], table, *ms["rewired"], ms["totals"])]
             block = np.array(pointers + [int(t2) | int(t4) << 32, int(t6) | ms["has_modified"] << 32],
                              dtype=np.uint64)
-            ms["params"], ms["table"], ms["params_T"] = xp.asarray(block), table, T
+            head = ms["params"][:block.size]
+            if isinstance(head, np.ndarray):
+                head[...] = block
+            else:
+                head.set(block)
+            ms["table"], ms["params_T"] = table, T
         return ms
 
     def _address(self, array) -> int:

@@ -96,6 +96,13 @@ struct MultispinParams {
     unsigned long long* totals;                 // per measured sweep: lattice bonds, spin sum, flips (int64)
     unsigned int t2, t4, t6;                    // thresholds of k = 2, 4, 6
     int has_modified;
+    // Added to a launch's stream and totals slot. 0 for launches that pass the real ones; a frame replayed from
+    // a CUDA graph (gpu/engine.py FrameReplay) passes 0 .. K-1 and keeps the frame's position here, set before
+    // the frame by multispin_set_base and moved on after each replay by multispin_advance_base, so the same
+    // captured launches serve every frame (a graph's arguments are fixed at capture).
+    unsigned long long stream_base;
+    int slot_base;
+    int unused;
 };
 
 // flags: bit 0 the colour; bit 1 write the flip words; bit 2 OR them into the words already there (the union of
@@ -166,8 +173,9 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
                                  params->mod_neighbours};
         const unsigned int modified = g.has_modified ? g.words[own] : 0u;
 
-        const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)stream,
-                               (unsigned int)(stream >> 32)};
+        const unsigned long long sweep_stream = stream + params->stream_base;
+        const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)sweep_stream,
+                               (unsigned int)(sweep_stream >> 32)};
         const unsigned int t2 = params->t2, t4 = params->t4, t6 = params->t6;
         const unsigned int group0 = ((unsigned int)r * (unsigned int)L + 64u * (unsigned int)w) >> 4;
         unsigned int lt2 = 0, lt4 = 0, lt6 = 0;
@@ -228,7 +236,7 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         }
     }
     if (measure) {  // flags are the same for the whole grid: every thread of every block gets here
-        unsigned long long* slot = params->totals + 3 * (flags >> MS_SLOT_SHIFT);
+        unsigned long long* slot = params->totals + 3 * (params->slot_base + (flags >> MS_SLOT_SHIFT));
         if (colour == 1) {
             // a colour-1 word: 32 sites with 2 dim lattice edges each; with its "same" word, 64 spins
             const long long sites = (w < W && y < L) ? 32 : 0;
@@ -244,7 +252,8 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
 // The rewired edges' part of a measured sweep's bond sum: + s_u s_v over the new edges, - over the lattice edges
 // rewiring removed (packed bit positions, one thread per rewired edge, after the sweep's colour-1 pass).
 __global__ void multispin_measure_rewired(const unsigned int* __restrict__ packed, const int* __restrict__ ends,
-                                          const int count, unsigned long long* __restrict__ totals, const int slot)
+                                          const int count, const MultispinParams* __restrict__ params,
+                                          const int slot)
 {
     long long bonds = 0;
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x) {
@@ -254,7 +263,22 @@ __global__ void multispin_measure_rewired(const unsigned int* __restrict__ packe
         bonds += added - removed;
     }
     long long sums[1] = {bonds};
-    block_sums_into<1>(sums, totals + 3 * slot);
+    block_sums_into<1>(sums, params->totals + 3 * (params->slot_base + slot));
+}
+
+// A frame's position, for launches that take their stream and slot relative to it (see MultispinParams).
+// One thread; launched in the stream between the sweeps, so the sweeps before it read the old values.
+__global__ void multispin_set_base(MultispinParams* params, const unsigned long long stream_base,
+                                   const int slot_base)
+{
+    params->stream_base = stream_base;
+    params->slot_base = slot_base;
+}
+
+__global__ void multispin_advance_base(MultispinParams* params, const int sweeps)
+{
+    params->stream_base += (unsigned long long)sweeps;
+    params->slot_base += sweeps;
 }
 
 // int8 spins (C order) -> packed words; one thread per 64 sites of a row (both colours' words).
