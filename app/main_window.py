@@ -42,14 +42,13 @@ from latticelab.sim import io, state
 from latticelab.sim.backend import BackendError
 from latticelab.sim.models import get_model, model_names
 from latticelab.sim.params import ModelParams, ParameterError
+from latticelab.app.pacing import DevicePacer
 from latticelab.sim.runner import Runner
 
 log = logging.getLogger(__name__)
 
 FRAME_BUDGET_S = 0.030       # simulation time per frame when "keep frames under 30 ms" is on (CPU)
 FRAME_INTERVAL_MS = 15
-GPU_FRAME_PERIOD_S = 1 / 60   # on a CUDA device: frames paced at 60/s, the rest of each period spent stepping
-MIN_STEP_BUDGET_S = 0.002
 PLOT_INTERVAL_S = 0.25       # the plots redraw at most this often
 PLOT_DRAW_BUDGET_S = 0.006   # while running, a frame draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
@@ -83,8 +82,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self._counters = {"steps": 0, "frames": 0, "t": time.perf_counter()}
         self._last_plot = 0.0
         self._plot_version = -1
-        self._frame_overhead = 0.004         # seconds a frame costs besides stepping (measured, see _pace)
-        self._last_stepping_end = None
+        self.pacer = DevicePacer()           # device frames: seconds of steps per frame (app/pacing.py)
+        # On a device: draw the finished picture, then queue the next steps (see _frame)
+        self.paint_before_steps = True
         self.stepper = BackgroundStepper()   # steps longer than a frame (CPU) run on a worker thread
         self._deferred = []                  # changes waiting for the worker's batch or the model being prepared
         self._on_model_free = []             # readers waiting for the worker's batch (when_model_free)
@@ -357,6 +357,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if not running and self.plot_canvas.stale:
             self.plot_canvas.update()
         self._counters.update(steps=0, frames=0, t=time.perf_counter())
+        self.pacer.restart()
         if running and not self.timer.isActive():
             self.timer.start()
         if not running:
@@ -748,10 +749,16 @@ class MainWindow(QtWidgets.QMainWindow):
                 # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
                 budget = self._step_budget() if self.adaptive and self._step_target is None else None
                 if budget is not None and self.model.backend_name == "cuda":
-                    # Draw what the last frame computed, then launch this frame's steps: the device sweeps
-                    # while the host draws (the texture is written before the sweeps in the stream, so the
-                    # draw waits for nothing of them). The picture is one frame behind the simulation.
+                    # Draw what the last frame computed, then launch this frame's steps. The texture is written
+                    # behind the last frame's steps in the stream. The window is then painted at once
+                    # (repaint: the view, Qt's composition, the buffer swap) before the new steps are queued:
+                    # OpenGL and CUDA share the GPU by time slices, so a paint queued behind a frame of
+                    # sweeps waited for most of it (bench window, H100: an 11 ms paint event in a 17 ms
+                    # tick); painted first, it runs on a GPU that has finished the last steps and waits for
+                    # nothing else. The picture is one frame behind the simulation.
                     self._refresh_view()
+                    if self.paint_before_steps:
+                        self.lattice_canvas.native.repaint()
                     shown_first = True
                 else:
                     self.field_view.before_step()
@@ -760,11 +767,13 @@ class MainWindow(QtWidgets.QMainWindow):
                     self._show_background_work()
                 else:
                     stepping = time.perf_counter()
+                    steps = 0
                     try:
-                        self._counters["steps"] += self.runner.advance(limit, budget)
+                        steps = self.runner.advance(limit, budget)
                     except ParameterError as exc:    # a model that can no longer step (a diverged field)
                         self._stop_on_error(exc)
-                    self._pace(stepping, time.perf_counter())
+                    self._counters["steps"] += steps
+                    self._pace(stepping, steps)
             if not self.stepper.busy:
                 self._after_steps(refresh=not shown_first)
         elif not self.stepper.busy:
@@ -785,23 +794,13 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _step_budget(self) -> float:
         """Seconds of stepping in the next frame. On the CPU a fixed budget (drawing with a software renderer is
-        slow and would otherwise take all the time). On a CUDA device the frame is paced: the period (60/s)
-        minus what the rest of a frame costs (draw, plots, events), as measured over the last frames."""
+        slow and would otherwise take all the time). On a CUDA device the frame is paced (app/pacing.py)."""
         if self.model.backend_name != "cuda":
             return FRAME_BUDGET_S
-        # Device time per frame: the sweeps run while the host draws the previous picture (sim/runner.py keeps
-        # one batch in flight), so most of the period can go to them; what the host needs beyond the period
-        # (a slow draw) comes off it.
-        spare = GPU_FRAME_PERIOD_S - max(0.0, self._frame_overhead - 0.85 * GPU_FRAME_PERIOD_S)
-        return max(MIN_STEP_BUDGET_S, 0.85 * spare)
+        return self.pacer.budget()
 
-    def _pace(self, stepping_start: float, stepping_end: float) -> None:
-        """Measure the rest of the frame: the time from the last stepping's end to this one's start."""
-        last = self._last_stepping_end
-        self._last_stepping_end = stepping_end
-        if last is not None:
-            overhead = min(max(stepping_start - last, 0.0), GPU_FRAME_PERIOD_S)
-            self._frame_overhead = 0.8 * self._frame_overhead + 0.2 * overhead
+    def _pace(self, stepping_start: float, steps: int) -> None:
+        self.pacer.stepped(stepping_start, steps, self.runner.seconds_per_step)
         # on a device the timer runs back to back: the stepping budget, not the timer, sets the frame rate
         interval = 0 if self.model.backend_name == "cuda" and self.adaptive else FRAME_INTERVAL_MS
         if self.timer.interval() != interval:

@@ -1,0 +1,45 @@
+"""The device frame pacing (app/pacing.py) on simulated frames: the budget it gives must bring a frame loop to
+its target period, whether the host's work runs beside the steps or after them."""
+from latticelab.app.pacing import FRAME_PERIOD_S, FRAME_TARGET_S, MIN_STEP_BUDGET_S, DevicePacer
+
+PER_STEP = 25e-6      # device seconds a step
+
+
+def run_frames(period_of, frames: int = 200) -> tuple[DevicePacer, list[float]]:
+    """Drive a pacer: each frame launches the steps its budget allows; ``period_of(device_s)`` is the period
+    that frame then takes. Returns the pacer and the periods of the last 20 frames."""
+    pacer, now, periods = DevicePacer(), 0.0, []
+    for _ in range(frames):
+        steps = max(1, int(pacer.budget() / PER_STEP))
+        pacer.stepped(now, steps, PER_STEP)
+        period = period_of(steps * PER_STEP)
+        periods.append(period)
+        now += period
+    return pacer, periods[-20:]
+
+
+def test_host_work_after_the_steps_is_taken_off_the_budget():
+    host = 0.005      # a paint that waits for the steps: the period is their sum
+    pacer, periods = run_frames(lambda device_s: device_s + host)
+    assert abs(pacer.budget() - (FRAME_TARGET_S - host)) < 1e-4
+    assert all(FRAME_TARGET_S - 2e-4 < p <= FRAME_PERIOD_S for p in periods), periods
+
+
+def test_host_work_beside_the_steps_leaves_them_the_whole_period():
+    host = 0.009      # runs while the device steps: the period is the longer of the two
+    pacer, periods = run_frames(lambda device_s: max(device_s, host) + 1e-4)
+    assert pacer.budget() > FRAME_TARGET_S - 5e-4
+    assert all(p <= FRAME_PERIOD_S for p in periods), periods
+
+
+def test_a_host_slower_than_a_frame_gets_the_smallest_budget_not_a_negative_one():
+    pacer, _ = run_frames(lambda device_s: device_s + 0.030)
+    assert pacer.budget() == MIN_STEP_BUDGET_S
+
+
+def test_a_pause_is_not_taken_for_a_long_frame():
+    pacer, _ = run_frames(lambda device_s: device_s + 0.004)
+    settled = pacer.budget()
+    pacer.restart()
+    pacer.stepped(1e6, 400, PER_STEP)    # the first launch after a pause: no period to measure
+    assert pacer.budget() == settled
