@@ -24,13 +24,15 @@ always draws the whole scene directly, and a canvas without visible regions draw
 The cache is used on a software renderer only (``caching``, decided at the first draw from the context's
 GL_RENDERER): a GPU draws the whole scene in well under a millisecond, and there the canvas draws as a plain
 SceneCanvas (on the NVIDIA driver under Xvfb the cached picture's draw crashed once a dock holding the canvas
-was moved by Reset layout, which re-creates its GL context).
+was moved by Reset layout, which re-creates its GL context). The environment variable LATTICELAB_PLOT_CACHE=on or
+off overrides that choice (to measure and test the cache on a GPU).
 
 No Qt involved; any VisPy application backend.
 """
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import numpy as np
@@ -119,7 +121,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
             return super().draw_visual(visual, event)      # render(), or a subtree: drawn directly
         if self.caching is None:
             self.set_current()
-            self.caching = bool(current_is_software())
+            forced = os.environ.get("LATTICELAB_PLOT_CACHE", "")   # "on"/"off": for measuring on a GPU
+            self.caching = forced == "on" or (forced != "off" and bool(current_is_software()))
         regions = [n for n in self._regions if _visible(n)] if self.caching else []
         if not regions:
             self.last_draw = {"full": False, "regions": 0}
