@@ -36,7 +36,11 @@ def warm_up(model) -> None:
     if not isinstance(batch.observables, dict):
         batch.observables.result()
     model.observables()
-    model.picture(model.changed(), False)
+    picture = model.picture(model.changed(), False)
+    # the view's texture writers too: compiled on the GUI thread at the swap, they stalled the first switch to
+    # Cahn-Hilliard on the H100 for 242 ms (bench window, a cold kernel cache)
+    from latticelab.render.interop import prepare_picture_kernels
+    prepare_picture_kernels(picture)
     model.reset()
 
 

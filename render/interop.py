@@ -401,6 +401,29 @@ def encoder_module(xp, encoder, prelude: str = ""):
     return _surface_modules[key]
 
 
+def prepare_picture_kernels(picture) -> bool:
+    """Compile now the kernels that write ``picture`` into a texture: its encoder's one-pass writer and the plain
+    copy (NVRTC: a few hundred ms with a cold cache). Meant for the thread that builds a new model
+    (app/preparing.py), so that the first frame after the swap, on the GUI thread, compiles nothing. Compiled
+    modules are kept per process, as when a frame compiles them. True when the encoder's writer is ready; False
+    (nothing raised) without CuPy, for an encoder with no CUDA source, or when its source does not compile (the
+    frame then logs that and takes the two-pass path, as it would have)."""
+    encoder = picture.encoder
+    try:
+        cupy = _cuda_modules()[0]
+    except ImportError:
+        return False
+    try:
+        copy_module(cupy).get_function("copy_to_surface<2, 1>")
+        if encoder.cuda_source is None or encoder.name in _uncompiled_encoders:
+            return False
+        encoder_module(cupy, encoder)
+        return True
+    except Exception as exc:      # reported by the frame that needs it
+        log.debug("could not compile the texture writers ahead (%s: %s)", type(exc).__name__, exc)
+        return False
+
+
 # ------------------------------------------------------------------- VisPy's private side ---
 
 def gl_object_name(canvas, gloo_object) -> int:

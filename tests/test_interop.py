@@ -572,3 +572,19 @@ def test_registration_cache_follows_resizes_and_deletes_without_leaking(canvas):
     assert free_before - _free_device_memory() <= 4 * 2**20
     gpu.release()
     assert interop.registered_count() == baseline
+
+
+@pytest.mark.gpu
+def test_a_model_built_ahead_has_its_texture_writers_compiled():
+    """app/preparing.py builds a new model on a worker thread and compiles there what its first frame needs,
+    the view's texture writers included: the swap on the GUI thread then finds the encoder's module compiled."""
+    from latticelab.app import preparing
+    from latticelab.sim.models import get_model
+
+    cls = get_model("cahn-hilliard")
+    model = preparing.build_model(cls, cls.Params.create(gpu=True, dim=2, L=64), "cuda")
+    encoder = model.picture(None, False).encoder
+    assert encoder.cuda_source is not None
+    cupy = interop._cuda_modules()[0]
+    compiled = [key for key in interop._surface_modules if key[0] == id(cupy.RawModule) and key[1] == encoder.name]
+    assert compiled, sorted(map(str, interop._surface_modules))
