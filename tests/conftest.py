@@ -6,6 +6,11 @@
 - Without a display, Qt would abort the whole session on the first window; we fall back to Qt's
   ``offscreen`` platform so that GUI tests fail (or skip) one by one instead. Run GUI tests under Xvfb
   (``bash .ci/test`` does this).
+- Each pytest-xdist worker gets an X display of its own (a private Xvfb, started in ``pytest_configure``) when
+  the session runs on an X display and Xvfb is installed: workers sharing one display disturbed each other's
+  windows -- a window of one process taking the focus or the pointer from another's test (the hover-readout
+  and activation tests failed that way in CI runs). LATTICELAB_SHARED_DISPLAY=1 keeps the shared display (the
+  GPU machine's recipe configures its one Xvfb for NVIDIA's GLX).
 - After each test, once VisPy's app layer is loaded, garbage is collected: closed windows and canvases
   (Qt and VisPy objects in reference cycles) are freed then, and not by a later, random collection that
   could run their finalisers inside another test's Qt event dispatch -- a canvas being shown -- and crash
@@ -37,8 +42,51 @@ def cuda_status() -> tuple[bool, str]:
     return _cuda_probe
 
 
+def _private_display_for_this_worker() -> None:
+    """Start an Xvfb for this xdist worker and point DISPLAY at it (see the module's notes); it is stopped when
+    the worker exits. Does nothing outside a worker, without an X display or Xvfb, or when asked not to."""
+    import atexit
+    import select
+    import shutil
+    import subprocess
+
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get("DISPLAY") \
+            or os.environ.get("LATTICELAB_SHARED_DISPLAY") or os.environ.get("QT_QPA_PLATFORM", "xcb") != "xcb":
+        return
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        return
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen([xvfb, "-displayfd", str(write_end), "-screen", "0", "1600x1000x24", "-nolisten",
+                               "tcp"], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    number = b""
+    try:    # -displayfd: the server writes its display number once it accepts clients
+        while not number.endswith(b"\n") and select.select([read_end], [], [], 20.0)[0]:
+            chunk = os.read(read_end, 16)
+            if not chunk:
+                break
+            number += chunk
+    finally:
+        os.close(read_end)
+    if not number.strip().isdigit():
+        server.terminate()      # the shared display, as before
+        return
+    os.environ["DISPLAY"] = f":{number.strip().decode()}"
+
+    def stop() -> None:
+        server.terminate()
+        try:
+            server.wait(5)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    atexit.register(stop)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _no_display
+    _private_display_for_this_worker()
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM")):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         _no_display = True  # reported in the header below
