@@ -55,3 +55,33 @@ def test_text_draws_the_same_pixels_with_cached_glyphs_and_kernel_texture():
     from vispy import gloo
     assert isinstance(font._kernel, gloo.Texture2D)
     canvas.close()
+
+
+def _cells(grid) -> list[tuple]:
+    return [tuple(np.round(np.r_[w.pos, w.size], 6)) for *_, w in grid._grid_widgets.values()]
+
+
+def test_a_grid_lays_its_cells_out_as_vispy_does_and_only_again_when_its_rectangle_changes():
+    from vispy import scene
+    canvas = scene_canvas(200)
+    grid = canvas.central_widget.add_grid(spacing=2)
+    left, right = grid.add_widget(row=0, col=0), grid.add_widget(row=0, col=1)
+    left.width_max = 40
+    grid.add_widget(row=1, col=0, col_span=2)
+    vispys_own = type(grid)._update_child_widget_dim.original
+    for size in ((200, 200), (320, 180)):
+        canvas.size = size
+        canvas.render()                   # a draw: the (patched) layout runs
+        ours = _cells(grid)
+        vispys_own(grid)                  # VisPy's layout from the same solver and rectangle
+        assert _cells(grid) == ours, size
+        assert ours[0][2] == 40 and abs(ours[1][2] - (size[0] - 40 - 2)) < 1.0   # the columns fill the width
+    # nothing changed since the last layout: a draw leaves the cells where they are, even moved by hand
+    right.pos = (5, 5)
+    grid._update_child_widget_dim()
+    assert tuple(right.pos) == (5, 5)
+    canvas.size = (300, 180)              # a new rectangle: laid out again
+    grid._update_child_widget_dim()
+    assert tuple(right.pos) != (5, 5)
+    assert "Grid at" in repr(grid) and "2x2" in repr(grid)
+    canvas.close()
