@@ -140,7 +140,9 @@ class FrameReplay:
         graph.launch(self.engine.xp.cuda.get_current_stream())
 
     def _captured(self, k: int):
-        """A CUDA graph of ``launch(k)``, or None (capture turned off for this replay) if the driver refuses."""
+        """A CUDA graph of ``launch(k)``, or None (capture turned off for this replay) if the driver refuses.
+        Captured on a non-blocking stream of its own in CuPy's default mode (relaxed): a model being built on
+        the window's worker thread meanwhile (app/preparing.py) may allocate and copy without disturbing it."""
         cuda = self.engine.xp.cuda
         if self._stream is None:
             self._stream = cuda.Stream(non_blocking=True)
