@@ -22,6 +22,7 @@ class FramePhases:
         self.ticks: list[float] = []
         self._wrapped: list[tuple[object, str]] = []
         self._draw_hooks: list[tuple[object, object, object]] = []
+        self._events: EventClock | None = None
         self.recording = False
 
     def install(self) -> "FramePhases":
@@ -75,8 +76,8 @@ class FramePhases:
                 delattr(owner, name)      # the class's method shows through again
             except AttributeError:
                 pass
-        if getattr(self, "_events", None) is not None:
-            self._events.remove()
+        if self._events is not None:
+            self._events.remove()     # its totals stay, for per_frame_ms
         for canvas, first, last in self._draw_hooks:
             canvas.events.draw.disconnect(first)
             canvas.events.draw.disconnect(last)
@@ -93,7 +94,7 @@ class FramePhases:
             inside = self.totals["frame (whole tick)"] / ticks
             out["tick period"] = {"ms_per_tick": 1000 * period, "calls": len(self.ticks)}
             out["between ticks"] = {"ms_per_tick": 1000 * (period - inside), "calls": len(self.ticks) - 1}
-        if getattr(self, "_events", None) is not None:
+        if self._events is not None:
             for kind, (seconds, calls) in self._events.largest(6):
                 out[f"Qt event {kind}"] = {"ms_per_tick": 1000 * seconds / ticks, "calls": calls}
         return out
@@ -118,7 +119,6 @@ class EventClock:
         self._filter = Filter()
         self.totals: dict[str, list] = {}
         self._last = None
-        self.recording = True
 
     def install(self) -> "EventClock":
         from PySide6 import QtWidgets

@@ -147,6 +147,17 @@ def headless_rates(model, n: int, sync) -> dict:
             "advance_n": median_rate(lambda: model.advance(n), n, repeats=5, sync=sync)}
 
 
+def timed_run(probe, seconds: float, headless_rate: float) -> tuple[dict, list[float]]:
+    """Let the window run ``seconds``: its frames/s, sweeps/s, their ratio to ``headless_rate`` and the median
+    frame, with the intervals between its lattice draws (s)."""
+    since = time.perf_counter()
+    draws, steps, elapsed = probe.run_for(seconds)
+    gaps = [b - a for a, b in zip(probe.draws, probe.draws[1:]) if a >= since]
+    return ({"frames_per_s": draws / elapsed, "sweeps_per_s": steps / elapsed,
+             "ratio_to_headless": steps / elapsed / headless_rate,
+             "median_frame_ms": 1000 * statistics.median(gaps) if gaps else float("nan")}, gaps)
+
+
 def backend_is_gpu(window) -> bool:
     return getattr(window.model, "backend_name", "numpy") == "cuda"
 
@@ -233,7 +244,7 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
     phases = FramePhases(window).install()
     phases.recording = True
     since = time.perf_counter()
-    draws, steps, seconds = probe.run_for(args.seconds)
+    adaptive, gaps = timed_run(probe, args.seconds, rates["step_n"])
     until = time.perf_counter()
     phases.recording = False
     phases.remove()
@@ -241,14 +252,9 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
         profiler.disable()
         import pstats
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
-    gaps = [b - a for a, b in zip(probe.draws, probe.draws[1:]) if a >= since]
-    adaptive = {"frames_per_s": draws / seconds, "sweeps_per_s": steps / seconds,
-                "ratio_to_headless": steps / seconds / rates["step_n"],
-                "median_frame_ms": 1000 * statistics.median(gaps) if gaps else float("nan"),
-                "longest_frame_ms": 1000 * max(gaps, default=float("nan")),
-                "longest_tick_gap_ms": 1000 * probe.longest_tick_gap(since, until),
-                "plot_refreshes": plot_refreshes(probe, since, until),
-                "phases": phases.per_frame_ms()}
+    adaptive.update(longest_frame_ms=1000 * max(gaps, default=float("nan")),
+                    longest_tick_gap_ms=1000 * probe.longest_tick_gap(since, until),
+                    plot_refreshes=plot_refreshes(probe, since, until), phases=phases.per_frame_ms())
     print(f"{dim}D L={L} adaptive: where a frame's time went\n{describe(adaptive['phases'])}", flush=True)
     tracer = getattr(probe, "tracer", None)
     if tracer is not None:     # what the steady running's long gaps were made of
@@ -260,13 +266,7 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
         # paint_before_steps); the paint then shares the GPU with them
         window.paint_before_steps = False
         wait_events(0.5)
-        since = time.perf_counter()
-        draws, steps, seconds = probe.run_for(args.seconds)
-        gaps = [b - a for a, b in zip(probe.draws, probe.draws[1:]) if a >= since]
-        adaptive["steps_queued_before_the_paint"] = {
-            "frames_per_s": draws / seconds, "sweeps_per_s": steps / seconds,
-            "ratio_to_headless": steps / seconds / rates["step_n"],
-            "median_frame_ms": 1000 * statistics.median(gaps) if gaps else float("nan")}
+        adaptive["steps_queued_before_the_paint"] = timed_run(probe, args.seconds, rates["step_n"])[0]
         window.paint_before_steps = True
     window.steps_per_frame = best["sweeps_per_frame"]
     window.adaptive = False

@@ -433,9 +433,9 @@ def warm_up_steps(canvas, node, size: int = 16):
             width, height = (max(int(v), size) for v in canvas.physical_size)
             fbo = gloo.FrameBuffer(color=gloo.RenderBuffer((height, width)),
                                    depth=gloo.RenderBuffer((height, width)))
-        # held around the FBO push and pop too: they change every visual's transforms, whose update requests
-        # would otherwise schedule a full paint of the canvas after each step (a hidden dock's canvas painted
-        # some 20 times, 50 ms each on llvmpipe)
+        # held around the push, the draw and the pop: whatever they update (a visual's data, the mapping
+        # should the canvas have been resized since the FBO was made) must not schedule a full paint of the
+        # canvas after each step (a hidden dock's canvas was painted some 20 times, 50 ms each on llvmpipe)
         with paint_requests_held(canvas):
             canvas.push_fbo(fbo, (0, 0), canvas.size)
             try:

@@ -27,9 +27,7 @@ class StreamRNG:
 
     def next_key(self) -> tuple[int, int]:
         """(seed, stream) for kernels with their own counter-based generator (Philox keyed by seed, stream, site)."""
-        stream = self.streams_used
-        self.streams_used += 1
-        return self.seed, stream
+        return self.next_keys(1)
 
     def next_keys(self, n: int) -> tuple[int, int]:
         """(seed, first stream) of the next ``n`` keys: what ``n`` calls of ``next_key`` would give, streams
