@@ -27,7 +27,7 @@ from latticelab.app import help_menu, log_panel, undo, view_menu
 from latticelab.app import cell_readout, colour_key
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
-from latticelab.app.qt_compat import protect_singletons
+from latticelab.app.qt_compat import protect_singletons, share_gl_contexts
 from latticelab.app.settings import Preferences, variant_key
 from latticelab.app.preparing import Job, ModelPreparer, current_device
 from latticelab.app import preparing
@@ -66,6 +66,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, model: str, parameters: ModelParams | dict | None = None,
                  preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto"):
         protect_singletons()
+        if not share_gl_contexts():
+            log.warning("the QApplication was made without Qt.AA_ShareOpenGLContexts: a dock holding a canvas "
+                        "cannot be floated or moved safely (app/qt_compat.py: share_gl_contexts)")
         super().__init__()
         self.prefs = preferences or Preferences(None)
         self.interactive = interactive   # False: scripted runs never open dialogs

@@ -32,3 +32,20 @@ def protect_singletons() -> bool:
              *sys.version_info[:2])
     return True
 
+
+def share_gl_contexts() -> bool:
+    """Put every OpenGL context the application makes into one share group (Qt.AA_ShareOpenGLContexts).
+
+    A QOpenGLWidget (each VisPy canvas) gets a new GL context whenever it moves to another top-level window:
+    a dock holding a canvas floated, docked again, or moved by View > Reset layout. Without a share group
+    the new context knows none of the textures, buffers and shader programs VisPy made in the old one, and
+    the canvas draws errors (Mesa) or crashes the process (NVIDIA). In one share group those objects live on;
+    what a context never shares (framebuffer objects) is the holder's to make again
+    (render/cached_canvas.py). Qt reads the attribute when the QApplication is made: call this before.
+    Returns whether the attribute is set (False when a QApplication already exists without it)."""
+    from PySide6 import QtCore, QtWidgets
+    attribute = QtCore.Qt.ApplicationAttribute.AA_ShareOpenGLContexts
+    if QtWidgets.QApplication.instance() is None:
+        QtCore.QCoreApplication.setAttribute(attribute, True)
+    return QtCore.QCoreApplication.testAttribute(attribute)
+

@@ -304,6 +304,8 @@ def main(args) -> int:
         from latticelab.bench.window_trace import Tracer, traced_application
         tracer = Tracer()
         tracer.install_classes()
+    from latticelab.app.qt_compat import share_gl_contexts
+    share_gl_contexts()     # as the application does
     app = QtWidgets.QApplication.instance() or (traced_application(tracer) if tracer else QtWidgets.QApplication([]))
     window = MainWindow("ising", {"dim": 2, "L": 64, "algorithm": "metropolis"}, Preferences(None),
                         interactive=False, backend=args.backend)

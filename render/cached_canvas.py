@@ -85,7 +85,9 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self.last_draw: dict = {"full": False, "regions": 0}   # what the last draw did (tests, benches)
         self.full_draws = 0             # how many draws drew the whole scene into the cache
         self.caching: bool | None = None   # None until the first draw: True on a software renderer
+        self.contexts = 0               # GL contexts the canvas has been given (more than one: it was moved)
         super().__init__(*args, **kwargs)
+        self.events.initialize.connect(self._on_new_context)
 
     # ---- regions ---------------------------------------------------------------------------------
     def add_region(self, node, spill=(0, 0)) -> None:
@@ -114,6 +116,20 @@ class RegionCachedCanvas(scene.SceneCanvas):
         if self._layout is None:
             return any(_visible(n) for n in self._regions)
         return any(_visible(n) for n in self._stale)
+
+    def _on_new_context(self, event=None) -> None:
+        """The canvas was given a GL context: at its first show, and again whenever its widget moved to another
+        top-level window (its dock floated, docked again, or moved by Reset layout). Textures, buffers and
+        programs carry over (the application's contexts share them: app/qt_compat.py), framebuffer objects do
+        not: the cache's FBO name means nothing in the new context, or names another framebuffer there (the
+        widget's own, made in the new context from the same small numbers). So the FBO is forgotten without
+        deleting its name, which would delete whatever has that name now; the next draw makes a new one and
+        draws the whole scene into it."""
+        self.contexts += 1
+        if self._fbo is not None and self.contexts > 1:
+            forget_framebuffer(self._fbo)
+            self._fbo = None
+            self._layout = None
 
     # ---- drawing ---------------------------------------------------------------------------------
     def draw_visual(self, visual, event=None):
@@ -236,6 +252,13 @@ class RegionCachedCanvas(scene.SceneCanvas):
     def _show_picture(self) -> None:
         gloo.set_state(blend=False, depth_test=False, cull_face=False, scissor_test=False)
         self._blit.draw("triangle_strip")
+
+
+def forget_framebuffer(framebuffer) -> None:
+    """Drop a gloo.FrameBuffer made in a GL context that is gone, without the glDeleteFramebuffers VisPy would
+    send when it is freed: its name belongs to another object in the current context. VisPy queues an object's
+    deletion only while the object holds its command queue (gloo/globject.py: GLObject.delete)."""
+    framebuffer.__dict__.pop("_glir", None)
 
 
 def _overlap(a, b) -> bool:

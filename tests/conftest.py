@@ -90,6 +90,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM")):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         _no_display = True  # reported in the header below
+    try:         # as the application does before its QApplication is made (app/qt_compat.py)
+        from latticelab.app.qt_compat import share_gl_contexts
+        share_gl_contexts()
+    except ImportError:  # no PySide6 here (the GPU machine's kernel tests)
+        pass
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

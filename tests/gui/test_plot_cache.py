@@ -130,3 +130,18 @@ def test_a_resized_canvas_draws_the_whole_scene_again(window, qtbot):
     assert canvas.full_draws > full_draws
     assert image.shape[:2] == (height - 30, width - 40)
     assert differing(image, direct(canvas)) < 0.0005
+
+
+def test_a_new_gl_context_makes_a_new_cache_without_deleting_the_old_name(window, qtbot):
+    """Given a new GL context (its widget moved to another top-level window where contexts are not shared),
+    the canvas forgets its framebuffer object without queueing its deletion (the name may belong to another
+    framebuffer in the new context) and draws the whole scene into a new one."""
+    canvas = window.plot_canvas
+    run(qtbot, window, 20)
+    shown(canvas)
+    old = canvas._fbo
+    canvas.events.initialize()                      # what Qt's initializeGL of the new context sends
+    assert canvas._fbo is None and not hasattr(old, "_glir")   # no DELETE can be queued for the old name
+    picture = shown(canvas)
+    assert canvas._fbo is not None and canvas._fbo is not old and canvas.last_draw["full"]
+    assert differing(picture, direct(canvas)) < 0.0005
