@@ -143,7 +143,8 @@ def run_gui(args) -> int:
     elif args.quit:
         window.resize(1400, 860)
     window.show()
-    freeze_after_start(window)
+    from latticelab.app.collector import freeze_after_start
+    freeze_after_start(window)     # full collections kept out of switches (app/collector.py)
 
     status = {"code": 0}
 
@@ -182,49 +183,6 @@ def run_gui(args) -> int:
         log.info("window open; Ctrl+C (SIGINT) or SIGTERM closes it")
         code = qt_app.exec()
     return status["code"] or code
-
-
-CHECK_FROZEN_MS = 1000
-
-
-def freeze_after_start(window) -> None:
-    """Move everything alive after start-up (modules, the window's widgets and visuals) out of the cycle
-    collector's sight (``gc.freeze``): a full collection otherwise walks all of it, 150-350 ms on the GUI thread
-    once the window has made a few models' plots, and runs now and then while new plots are made.
-
-    Why this is safe: frozen objects are never examined again, so what among them could only be freed by the
-    collector (garbage in a reference cycle) would stay. Modules and the window live as long as the process.
-    The one object of note frozen with them is the first model, with its arrays: replaced, it is freed by
-    reference counting unless it sits in a reference cycle (some models do). So a timer watches it: once the
-    window runs another model and the first one is still alive, everything is unfrozen, collected once (the
-    pause there would have been anyway) and frozen again, without it."""
-    import gc
-    import weakref
-
-    from PySide6 import QtCore
-
-    gc.collect()
-    gc.freeze()
-    first = weakref.ref(window.model)
-    timer = QtCore.QTimer(window, interval=CHECK_FROZEN_MS)
-
-    def check() -> None:
-        model = first()
-        if model is None:          # freed by reference counting: nothing frozen holds memory it should not
-            timer.stop()
-            return
-        if model is window.model or window.preparer.busy:
-            return
-        del model
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
-        timer.stop()
-        if first() is not None:
-            log.info("the first model is still referenced after it was replaced")
-
-    timer.timeout.connect(check)
-    timer.start()
 
 
 @contextlib.contextmanager

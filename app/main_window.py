@@ -94,6 +94,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.preparer = ModelPreparer()      # new models (switch, size, dimension) are built on a worker thread
         self.background_builds = None        # None: when the model is large (or on CUDA); True/False: always/never
         self.staging = Staging()             # the next model's form and plots, made ahead a slice per frame
+        self.collector = None                # app/collector.py: when full collections may run (set at start-up)
         self._plot_sets = {}                 # model class -> its LivePlots; those of other models kept, hidden
         self._plot_fonts = None              # one VisPy font manager (glyph atlas) for all of them
         self.last_swap: dict = {}            # the last model change's GUI-thread parts, in seconds (bench/window.py)
@@ -486,6 +487,7 @@ class MainWindow(QtWidgets.QMainWindow):
         job = Job(lambda: preparing.build_model(cls, params, backend), what, ready, failed,
                   device=current_device(self.model))
         self.preparer.start(job)
+        self._hold_full_collections()
         self.show_message(f"preparing {what}...")
         self._update_status()
         if not self.timer.isActive():
@@ -504,12 +506,21 @@ class MainWindow(QtWidgets.QMainWindow):
             job.on_error(job.error)
         else:
             job.on_ready(job.result)
+        if self.collector is not None and not self.preparer.busy:
+            self.collector.settle()          # what the switch made is frozen; full collections may run again
         self._run_deferred()
         return True
+
+    def _hold_full_collections(self) -> None:
+        """No automatic full collection of Python's cycle collector while a switch is prepared: one pauses every
+        thread for as long as it walks the objects made since start-up (app/collector.py)."""
+        if self.collector is not None:
+            self.collector.hold()
 
     def _stage(self, cls) -> None:
         """Make ``cls``'s parameter form and live plots ahead, hidden, a slice per frame (app/staging.py), while
         its model is built on the worker: the swap then only shows them."""
+        self._hold_full_collections()
         self.staging.add(("form", cls.name), self.controls.stage_form(cls.Params))
         if cls not in self._plot_sets:
             plots = LivePlots(self.plot_canvas.central_widget, series_for(cls.declared_observables),

@@ -370,10 +370,13 @@ class BackgroundStepper:
             return None
         self._thread = None
         seconds = time.perf_counter() - self.started
+        # the stepper lets go of the model and its batch: a replaced model is then freed at once (by reference
+        # counting; it held the last model of a kind until its next batch)
+        model, result, self.model, self._result = self.model, self._result, None, None
         if self._error is not None:
             error, self._error = self._error, None
             raise error
-        return self.model, self._result, seconds
+        return model, result, seconds
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the batch is done (tests and shutdown); True when it is."""

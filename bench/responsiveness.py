@@ -13,7 +13,7 @@ For each case, over ``--seconds`` of the event loop it measures:
 - the steps committed to the model in that time, the lattice draws (and the longest), the spectra shown;
 - whether a menu (Help) opens when asked halfway through, and how late the request was served;
 - the full collections of Python's cycle collector and the longest (every thread waits while one runs). The
-  window's objects alive after start-up are frozen first (app/gui.py ``freeze_after_start``), as the
+  window's objects alive after start-up are frozen first (app/collector.py ``freeze_after_start``), as the
   application does.
 Timings depend on what else the machine does: a worker thread and the GUI thread share the CPU's cores.
 Needs a display with OpenGL (Xvfb with Mesa's software renderer is enough) and PySide6.
@@ -236,7 +236,7 @@ def main(args) -> int:
     window.resize(width, height)
     window.show()
     window.set_running(False)
-    from latticelab.app.gui import freeze_after_start
+    from latticelab.app.collector import freeze_after_start
     freeze_after_start(window)             # as the application does after start-up
     probe = EventLoopProbe(window, args.tick_ms)
     try:

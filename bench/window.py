@@ -313,7 +313,7 @@ def main(args) -> int:
     if args.background_builds:
         window.background_builds = True
     window.show()
-    from latticelab.app.gui import freeze_after_start
+    from latticelab.app.collector import freeze_after_start
     freeze_after_start(window)     # as the application does after start-up
     probe = WindowProbe(window)
     if tracer is not None:

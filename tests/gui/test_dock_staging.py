@@ -115,7 +115,7 @@ def test_switching_back_makes_nothing_again(window, qtbot, monkeypatch):
 
 
 def test_the_start_up_freeze_lets_go_of_a_first_model_in_a_reference_cycle(make_window, qtbot):
-    from latticelab.app.gui import freeze_after_start
+    from latticelab.app.collector import freeze_after_start
     window = make_window(running=False)
     window.background_builds = False
     first = window.model

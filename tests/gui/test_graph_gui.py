@@ -39,7 +39,7 @@ def test_small_world_curve_arrives_while_the_window_runs(make_window, qtbot):
     import gc
 
     from latticelab.app import graph_panel
-    from latticelab.app.gui import freeze_after_start
+    from latticelab.app.collector import freeze_after_start
     window = make_window(L=24, p=0.05, seed=2)
     # as the application does after start-up: without it a full collection of this test process's objects (all
     # earlier tests' too) pauses the GUI thread, 0.2 s here alone, over a second in CI
