@@ -18,14 +18,18 @@ would leave them.
 
 The whole scene is drawn again (into the texture) when the cache cannot be trusted: the first draw, a change
 of the canvas's size, or a change of which regions are visible or where they lie. What is drawn outside the
-regions is drawn only then: everything that changes must lie inside a region. ``render()`` (images, exports)
-always draws the whole scene directly, and a canvas without visible regions draws as a plain SceneCanvas.
+regions is drawn only then: everything that changes must lie inside a region. When only the regions changed
+(another model's plots shown) while a budget is set, that whole draw is itself spread: the new picture is
+drawn into a second texture, a budget's worth of regions per draw, while the old one stays on screen, and
+shown once complete (a switch to the cortex drew its new plots in one 98 ms piece on the H100 before).
+``render()`` (images, exports) always draws the whole scene directly, and a canvas without visible regions
+draws as a plain SceneCanvas.
 
-The cache is used on a software renderer only (``caching``, decided at the first draw from the context's
-GL_RENDERER): a GPU draws the whole scene in well under a millisecond, and there the canvas draws as a plain
-SceneCanvas (on the NVIDIA driver under Xvfb the cached picture's draw crashed once a dock holding the canvas
-was moved by Reset layout, which re-creates its GL context). The environment variable LATTICELAB_PLOT_CACHE=on or
-off overrides that choice (to measure and test the cache on a GPU).
+The cache is used on every renderer: the cost of a full draw is VisPy's Python work per visual, not the GPU's
+(30-45 ms for the live plots on the H100 as on a software renderer, bench window --trace). The environment
+variable LATTICELAB_PLOT_CACHE=off draws as a plain SceneCanvas (to measure the difference). A canvas moved to
+another top-level window may be given a new GL context, which shares textures and programs with the old one
+(app/qt_compat.py) but not framebuffer objects: the cache's are then made anew (``_on_new_context``).
 
 No Qt involved; any VisPy application backend.
 """
@@ -39,7 +43,6 @@ import numpy as np
 from vispy import gloo, scene
 from vispy.visuals.visual import CompoundVisual
 
-from latticelab.render.gl_renderer import current_is_software
 from latticelab.render.plots import paint_requests_held
 
 _BLIT_VERT = """
@@ -76,6 +79,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self._stale: dict = {}          # node -> None: regions to redraw, the longest stale first
         self._fbo = None
         self._picture = None            # the colour texture of _fbo
+        self._back = None               # (framebuffer, texture) a spread rebuild draws into (_Rebuild)
+        self._rebuild = None            # the whole picture being drawn anew over several draws, or None
         self._blit = None
         self._layout = None             # where the visible regions were when the cache was drawn (_placement)
         self._rects: dict = {}          # node -> its pixel rectangle, for that layout
@@ -84,7 +89,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self.budget_s = budget_s        # seconds of region redraws per draw (at least one region); None: all
         self.last_draw: dict = {"full": False, "regions": 0}   # what the last draw did (tests, benches)
         self.full_draws = 0             # how many draws drew the whole scene into the cache
-        self.caching: bool | None = None   # None until the first draw: True on a software renderer
+        self.caching: bool | None = None   # None until the first draw: True unless LATTICELAB_PLOT_CACHE=off
         self.contexts = 0               # GL contexts the canvas has been given (more than one: it was moved)
         super().__init__(*args, **kwargs)
         self.events.initialize.connect(self._on_new_context)
@@ -115,7 +120,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
             return False
         if self._layout is None:
             return any(_visible(n) for n in self._regions)
-        return any(_visible(n) for n in self._stale)
+        return self._rebuild is not None or any(_visible(n) for n in self._stale)
 
     def _on_new_context(self, event=None) -> None:
         """The canvas was given a GL context: at its first show, and again whenever its widget moved to another
@@ -126,19 +131,18 @@ class RegionCachedCanvas(scene.SceneCanvas):
         deleting its name, which would delete whatever has that name now; the next draw makes a new one and
         draws the whole scene into it."""
         self.contexts += 1
-        if self._fbo is not None and self.contexts > 1:
-            forget_framebuffer(self._fbo)
-            self._fbo = None
-            self._layout = None
+        if self.contexts > 1:
+            for framebuffer in (self._fbo, self._back[0] if self._back else None):
+                if framebuffer is not None:
+                    forget_framebuffer(framebuffer)
+            self._fbo, self._back, self._rebuild, self._layout = None, None, None, None
 
     # ---- drawing ---------------------------------------------------------------------------------
     def draw_visual(self, visual, event=None):
         if visual is not self.scene or self._fb_stack:
             return super().draw_visual(visual, event)      # render(), or a subtree: drawn directly
         if self.caching is None:
-            self.set_current()
-            forced = os.environ.get("LATTICELAB_PLOT_CACHE", "")   # "on"/"off": for measuring on a GPU
-            self.caching = forced == "on" or (forced != "off" and bool(current_is_software()))
+            self.caching = os.environ.get("LATTICELAB_PLOT_CACHE", "") != "off"     # "off": for measuring
         regions = [n for n in self._regions if _visible(n)] if self.caching else []
         if not regions:
             self.last_draw = {"full": False, "regions": 0}
@@ -147,8 +151,20 @@ class RegionCachedCanvas(scene.SceneCanvas):
         size = tuple(int(v) for v in self.physical_size)
         if self._fbo is None or self._picture.shape[:2] != size[::-1]:
             self._make_cache(size)
-            self._layout = None
-        if self._placement(regions) != self._layout:
+            self._layout, self._rebuild = None, None
+        placement = self._placement(regions)
+        if placement != self._layout and self.budget_s is not None and self._layout is not None:
+            # other regions shown, or moved, while a budget is set (the window runs): the picture is drawn anew
+            # into a second buffer, a budget's worth of regions per draw, and the one on screen stays until then
+            if self._rebuild is None or placement != self._rebuild.placement:
+                self._lay_out()
+                placement = self._placement(regions)
+            if placement != self._layout:
+                self._spread_rebuild(regions, placement)
+                self._show_picture()
+                return
+        self._rebuild = None
+        if placement != self._layout:
             self._draw_all()
             # the draw laid the grids out: where the regions are now, as the cache holds them
             self._layout = self._placement(regions)
@@ -170,6 +186,66 @@ class RegionCachedCanvas(scene.SceneCanvas):
                 drawn += 1
             self.last_draw = {"full": False, "regions": drawn}
         self._show_picture()
+
+    def _lay_out(self) -> None:
+        """Let every visible grid place its cells, top down, as a draw of the scene would (vispy_speedups makes
+        this cheap for a grid whose rectangle and solver did not change)."""
+        hidden = None
+        for node, start in self._generate_draw_order(self.scene):
+            if not start:
+                if node is hidden:
+                    hidden = None
+                continue
+            if hidden is not None:
+                continue
+            if not node.visible:
+                hidden = node
+            elif isinstance(node, scene.widgets.Grid):
+                node._update_child_widget_dim()
+
+    def _spread_rebuild(self, regions, placement) -> None:
+        """One draw's share of drawing the whole picture anew into the back buffer: its first draw clears the
+        buffer and draws what lies outside the regions, each draw then the next regions (at least one, more while
+        their expected cost fits ``budget_s``), unclipped and in the scene's order, as a full draw would; the last
+        one makes the back buffer the picture shown."""
+        rebuild = self._rebuild
+        if rebuild is None or rebuild.placement != placement:
+            size = self._picture.shape[1::-1]
+            if self._back is None or self._back[1].shape[:2] != self._picture.shape[:2]:
+                texture = gloo.Texture2D(shape=self._picture.shape, interpolation="nearest", wrapping="clamp_to_edge")
+                self._back = (gloo.FrameBuffer(color=texture, depth=gloo.RenderBuffer(size[::-1])), texture)
+            rebuild = self._rebuild = _Rebuild(placement, {n: self._pixel_rect(n) for n in regions}, list(regions))
+            self._into_back(lambda: self.context.clear(color=self.bgcolor, depth=True))
+            self._into_back(lambda: self._draw_subtree(self.scene, skip=set(self._regions)))
+        spent, drawn = 0.0, 0
+        while rebuild.left:
+            node = rebuild.left[0]
+            expected = self._cost.get(node, rebuild.typical_cost())
+            if drawn and spent + expected > self.budget_s:
+                break
+            start = time.perf_counter()
+            self._into_back(lambda: self._draw_subtree(node))
+            took = time.perf_counter() - start
+            self._cost[node] = took
+            rebuild.costs.append(took)
+            spent += took
+            drawn += 1
+            rebuild.left.pop(0)
+            self._stale.pop(node, None)      # drawn with what it shows now; a change after this marks it again
+        self.last_draw = {"full": False, "regions": drawn, "rebuilding": bool(rebuild.left)}
+        if not rebuild.left:                 # complete: it becomes the picture on screen
+            (self._fbo, self._picture), self._back = self._back, (self._fbo, self._picture)
+            self._blit["u_picture"] = self._picture
+            self._layout, self._rects, self._rebuild = rebuild.placement, rebuild.rects, None
+            self.full_draws += 1
+
+    def _into_back(self, draw) -> None:
+        self.push_fbo(self._back[0], (0, 0), self.size)
+        try:
+            with paint_requests_held(self):
+                draw()
+        finally:
+            self.pop_fbo()
 
     def _placement(self, regions) -> tuple:
         """What decides where the ``regions`` lie: the canvas's size, and the position and size of each region
@@ -235,7 +311,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
             gloo.set_state(scissor_test=False)
             self.pop_fbo()
 
-    def _draw_subtree(self, node) -> None:
+    def _draw_subtree(self, node, skip=frozenset()) -> None:
+        """Draw the visible visuals under ``node``, leaving out the subtrees of the nodes in ``skip``."""
         invisible = None
         for each, start in self._generate_draw_order(node):
             if not start:
@@ -244,7 +321,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
                 continue
             if invisible is not None:
                 continue
-            if not each.visible:
+            if not each.visible or each in skip:
                 invisible = each
             elif hasattr(each, "draw") and not _draws_nothing(each):
                 each.draw()
@@ -252,6 +329,19 @@ class RegionCachedCanvas(scene.SceneCanvas):
     def _show_picture(self) -> None:
         gloo.set_state(blend=False, depth_test=False, cull_face=False, scissor_test=False)
         self._blit.draw("triangle_strip")
+
+
+class _Rebuild:
+    """A whole picture being drawn into the back buffer over several draws: for the regions' ``placement``, their
+    pixel ``rects`` and the regions ``left`` to draw; ``costs`` what the ones drawn took."""
+
+    def __init__(self, placement, rects: dict, left: list):
+        self.placement, self.rects, self.left = placement, rects, left
+        self.costs: list[float] = []
+
+    def typical_cost(self) -> float:
+        """What a region not drawn before is expected to take: the mean of those drawn so far (none: unknown)."""
+        return sum(self.costs) / len(self.costs) if self.costs else math.inf
 
 
 def forget_framebuffer(framebuffer) -> None:

@@ -47,9 +47,9 @@ def run(qtbot, window, steps: int) -> None:
 def window(make_window, qtbot):
     w = make_window(L=16, T=2.2, seed=3)
     qtbot.waitUntil(lambda: w.plots is not None and w.plots.built, timeout=30000)
-    shown(w.plot_canvas)                          # a draw: the canvas asks its renderer
+    shown(w.plot_canvas)
     if not w.plot_canvas.caching:
-        pytest.skip("the plot cache is used on software renderers only (a GPU draws the plots directly)")
+        pytest.skip("the plot cache is turned off (LATTICELAB_PLOT_CACHE=off)")
     return w
 
 
@@ -57,7 +57,7 @@ def test_without_the_cache_the_canvas_draws_as_a_plain_one(make_window, qtbot):
     w = make_window(L=16, T=2.2, seed=3)
     qtbot.waitUntil(lambda: w.plots is not None and w.plots.built, timeout=30000)
     canvas = w.plot_canvas
-    canvas.caching = False                        # what a GPU renderer gets
+    canvas.caching = False                        # what LATTICELAB_PLOT_CACHE=off gives
     run(qtbot, w, 30)
     assert not canvas.stale                       # nothing waits for a region redraw: the frame loop asks nothing
     picture = shown(canvas)
@@ -145,3 +145,28 @@ def test_a_new_gl_context_makes_a_new_cache_without_deleting_the_old_name(window
     picture = shown(canvas)
     assert canvas._fbo is not None and canvas._fbo is not old and canvas.last_draw["full"]
     assert differing(picture, direct(canvas)) < 0.0005
+
+
+def test_other_plots_shown_while_running_are_drawn_over_several_draws_behind_the_old_picture(window, qtbot):
+    """A switch shows another model's plots: while the window runs (a budget set) the new picture is drawn into
+    a second buffer a region or more per draw, the old one staying on screen until the new one is complete."""
+    canvas = window.plot_canvas
+    window.background_builds = False
+    run(qtbot, window, 20)
+    before = shown(canvas)
+    assert not canvas.stale
+    full_draws = canvas.full_draws
+    assert window.switch_model("cahn-hilliard")
+    assert window.plots is not None and window.plots.built
+    canvas.budget_s = 0.0                           # one region per draw
+    first = shown(canvas)
+    assert canvas.last_draw.get("rebuilding") and canvas.last_draw["regions"] == 1
+    assert differing(first, before) < 0.0005        # the Ising plots stay on screen meanwhile
+    draws = 1
+    while canvas.stale and draws < 200:
+        image = shown(canvas)
+        assert canvas.last_draw["regions"] >= 1 and not canvas.last_draw.get("full")
+        draws += 1
+    assert draws > 5 and not canvas.stale and canvas.full_draws == full_draws + 1
+    assert differing(image, before) > 0.01          # the Cahn-Hilliard plots are on screen now
+    assert differing(image, direct(canvas)) < 0.0005   # as a full draw of the scene shows them
