@@ -28,14 +28,24 @@
    (disabled) profiler, where a ``Grid``'s repr prints its layout array (about 0.3 ms each): a grid's repr is now
    its address and shape.
 
+6. Shader text: the first draw of each new visual converts its program's GLSL for the desktop (GLIR's
+   ``convert_shader``, a pass over every line) and parses each shader function's declarations with a regular
+   expression per line (``find_program_variables``), although the window's many axes, labels and lines share a
+   handful of sources: about half of the 45 ms of an axis's first draw (cProfile, llvmpipe), the longest steps
+   of making a model's plots ahead. Both depend only on the text, and are kept per text.
+
 ``install()`` is idempotent and runs when ``latticelab.render`` is imported.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+import vispy.gloo.glir as vispy_glir
 import vispy.gloo.program as gloo_program
 import vispy.scene.widgets.grid as vispy_grid
 import vispy.visuals.axis as vispy_axis
+import vispy.visuals.shaders.parsing as vispy_parsing
 import vispy.visuals.text.text as vispy_text
 from vispy import gloo
 
@@ -50,6 +60,28 @@ def install() -> None:
     _replace(vispy_axis.AxisVisual, "_prepare_draw", _rotate_label_when_turned)
     _replace(vispy_grid.Grid, "_update_child_widget_dim", _layout_only_when_changed)
     _replace(vispy_grid.Grid, "__repr__", _short_grid_repr)
+    _replace(vispy_glir, "convert_shader", _kept_per_text)
+    _replace(vispy_parsing, "find_program_variables", _variables_kept_per_text)
+
+
+SHADER_TEXTS_KEPT = 4096     # distinct texts kept by each cache (the window meets a few hundred)
+
+
+def _kept_per_text(convert):
+    """glir.convert_shader(backend_type, shader), a pure function of its two strings, kept per pair."""
+    return functools.lru_cache(maxsize=SHADER_TEXTS_KEPT)(convert)
+
+
+def _variables_kept_per_text(find):
+    """parsing.find_program_variables(code), kept per code; each caller gets its own copy of the dict."""
+    kept = functools.lru_cache(maxsize=SHADER_TEXTS_KEPT)(find)
+
+    def find_program_variables(code):
+        return dict(kept(code))
+
+    find_program_variables.cache_info = kept.cache_info
+    find_program_variables.original = find           # VisPy's own, for the tests
+    return find_program_variables
 
 
 def _layout_key(grid) -> tuple:

@@ -85,3 +85,35 @@ def test_a_grid_lays_its_cells_out_as_vispy_does_and_only_again_when_its_rectang
     assert tuple(right.pos) != (5, 5)
     assert "Grid at" in repr(grid) and "2x2" in repr(grid)
     canvas.close()
+
+
+def test_shader_texts_converted_and_parsed_once_give_vispys_own_results():
+    """The programs of an axis, a label and a line: the same visuals made again (in a second canvas) convert and
+    parse no text again, and for each of their shader templates the kept conversion and parse equal VisPy's own."""
+    import vispy.gloo.glir as vispy_glir
+    import vispy.visuals.shaders.parsing as vispy_parsing
+    from vispy import scene
+
+    def plots():
+        canvas = scene_canvas(120)
+        grid = canvas.central_widget.add_grid()
+        axis = grid.add_widget(scene.AxisWidget(orientation="left", axis_label="energy [J]"), row=0, col=0)
+        grid.add_widget(scene.Label("magnetisation per spin"), row=0, col=1)
+        view = grid.add_view(row=1, col=1)
+        line = scene.visuals.Line(np.random.default_rng(1).random((50, 2)), parent=view.scene)
+        canvas.render()
+        return canvas, [axis.axis._text, axis.axis._ticks._line_visual, line._line_visual]
+
+    convert, find = vispy_glir.convert_shader, vispy_parsing.find_program_variables
+    first, _ = plots()
+    converted, parsed = convert.cache_info(), find.cache_info()
+    second, visuals = plots()
+    assert convert.cache_info().misses == converted.misses and find.cache_info().misses == parsed.misses
+    assert convert.cache_info().hits > converted.hits and find.cache_info().hits > parsed.hits
+    sources = [fn.code for v in visuals for fn in (v._program.vert, v._program.frag)]
+    assert len(sources) >= 4
+    for code in sources:
+        assert find(code) == find.original(code) and find(code) is not find(code)   # each caller its own dict
+        assert convert("desktop", code) == convert.__wrapped__("desktop", code)
+    first.close()
+    second.close()
