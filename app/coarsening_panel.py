@@ -149,8 +149,14 @@ class CoarseningPanel(CapabilityDock):
         grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
         self._layout.insertWidget(0, self.canvas.native, 1)
         yield "canvas"
-        self.plot = CoarseningPlot(grid, "length", 1 / 3)
-        yield "length plot"
+        pieces = CoarseningPlot.in_steps(grid, "length", 1 / 3)     # a piece per step: title, axes, view, lines
+        while True:
+            try:
+                piece = next(pieces)
+            except StopIteration as made:
+                self.plot = made.value
+                break
+            yield f"length plot {piece}"
 
     def _make_interface_canvas(self) -> None:
         if self.interface_canvas is not None:
