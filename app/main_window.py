@@ -486,8 +486,8 @@ class MainWindow(QtWidgets.QMainWindow):
         backend = self.runner.backend
         job = Job(lambda: preparing.build_model(cls, params, backend), what, ready, failed,
                   device=current_device(self.model))
+        self._hold_full_collections()        # before the worker starts allocating
         self.preparer.start(job)
-        self._hold_full_collections()
         self.show_message(f"preparing {what}...")
         self._update_status()
         if not self.timer.isActive():
