@@ -18,21 +18,46 @@ from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
 from latticelab.app.stepping import ModelAccess
+from latticelab.render.cached_canvas import RegionCachedCanvas
 from latticelab.render.plots import one_font_manager, paint_requests_held, warm_up_steps
 
 PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
+DOCK_DRAW_BUDGET_S = 0.006   # a cached dock canvas draws this much of a redraw per paint (at least one region)
 RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
 
 
 def make_canvas(name: str, size: tuple[int, int], minimum: tuple[int, int],
-                bgcolor=PLOT_BACKGROUND) -> scene.SceneCanvas:
+                bgcolor=PLOT_BACKGROUND, cached: bool = False) -> scene.SceneCanvas:
     """A VisPy canvas for a dock (no key bindings, shown once placed in a layout), its Qt widget named ``name``,
-    painted only while its dock is on screen (``paint_only_when_shown``)."""
-    canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=bgcolor, size=size, show=False)
+    painted only while its dock is on screen (``paint_only_when_shown``). ``cached``: a canvas of line plots
+    (render/spectral.py ``_Plot``, whose parts register as regions) that keeps its picture and redraws it a
+    budget's worth of regions per paint (render/cached_canvas.py), so that no paint of the dock takes much longer
+    than a frame (a whole draw of the Signal dock's four plots took 40-50 ms on the H100, 60-75 ms on llvmpipe);
+    the owner calls ``redraw(canvas)`` when its plots changed."""
+    if cached:
+        canvas = RegionCachedCanvas(keys=None, app="pyside6", bgcolor=bgcolor, size=size, show=False,
+                                    budget_s=DOCK_DRAW_BUDGET_S)
+        canvas.events.draw.connect(lambda event: _continue_while_stale(canvas), position="last")
+    else:
+        canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=bgcolor, size=size, show=False)
     canvas.native.setObjectName(name)
     canvas.native.setMinimumSize(*minimum)
     paint_only_when_shown(canvas)
     return canvas
+
+
+def redraw(canvas) -> None:
+    """The plots of ``canvas`` changed: all of them are drawn again (spread over paints on a cached canvas)."""
+    if isinstance(canvas, RegionCachedCanvas):
+        canvas.invalidate_regions()
+    canvas.update()
+
+
+def _continue_while_stale(canvas) -> None:
+    """After a paint of a cached canvas that left regions to draw, the next paint comes at the next pass of the
+    event loop (the frames in between run as usual)."""
+    if canvas.stale:
+        QtCore.QTimer.singleShot(0, canvas.update)
 
 
 def _dock_of(widget) -> QtWidgets.QDockWidget | None:
@@ -323,7 +348,7 @@ class CapabilityDock(AnalysisDock):
 
     def _draw_now(self) -> None:
         if not self.refresh(force=True) and self.canvas is not None:
-            self.canvas.update()     # nothing new to draw (or not readable now): at least the plots as they are
+            redraw(self.canvas)      # nothing new to draw (or not readable now): at least the plots as they are
 
     def stepping(self) -> bool:
         """Whether a worker is stepping the window's model now (its arrays are not to be read)."""

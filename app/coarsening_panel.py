@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6 import QtWidgets
 
-from latticelab.app.analysis_dock import RIGHT, CapabilityDock, class_has, info_label, install_dock, make_canvas
+from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, class_has, info_label, install_dock, make_canvas,
+                                          redraw)
 from latticelab.render.interface_view import InterfaceView
 from latticelab.render.signal_plots import CoarseningPlot
 from latticelab.sim.analysis.marching_cubes import Mesh, marching_cubes
@@ -145,7 +146,7 @@ class CoarseningPanel(CapabilityDock):
     def _plot_steps(self):
         """The plot canvas, made once (``_plots``, or ahead: ``stage_for``): axes and text cost a second or more
         on software GL, which a window that never runs a coarsening model need not pay."""
-        self.canvas = make_canvas("coarsening_canvas", (420, 320), (280, 200))
+        self.canvas = make_canvas("coarsening_canvas", (420, 320), (280, 200), cached=True)
         grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
         self._layout.insertWidget(0, self.canvas.native, 1)
         yield "canvas"
@@ -232,7 +233,7 @@ class CoarseningPanel(CapabilityDock):
             span = "the last decade" if f.full else f"{f.decades:.2f} decades (all so far)"
             self.info.setText(f"fitted exponent {f.exponent:.3f} over {span}, t = {f.t0:.4g} to {f.t1:.4g} "
                               f"({f.points} points); {law}law: {c.exponent:.3f}")
-        self.canvas.update()
+        redraw(self.canvas)
 
     # ==== the 3D interface ======================================================================
     def _interface_toggled(self, on: bool) -> None:

@@ -17,7 +17,8 @@ import logging
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from latticelab.app.analysis_dock import RIGHT, CapabilityDock, class_has, info_label, install_dock, make_canvas
+from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, class_has, info_label, install_dock, make_canvas,
+                                          redraw)
 from latticelab.render.signal_plots import (EEG_COLOUR, PROBE_COLOUR, RATE_COLOURS, PeriodogramPlot,
                                             TimePlot)
 from latticelab.sim.analysis import qeeg
@@ -163,7 +164,7 @@ class SignalPanel(CapabilityDock):
         """Make the canvas and its plots, a piece of a plot per step (its title, each axis, its view, its lines:
         render/spectral.py ``_Plot.in_steps``), once (``_plots``, or ahead: ``stage_for``): text and axes cost a
         second or more on software GL, which a window that never runs a model with a signal need not pay."""
-        self.canvas = make_canvas("signal_canvas", (420, 620), (300, 360))
+        self.canvas = make_canvas("signal_canvas", (420, 620), (300, 360), cached=True)
         grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
         self._layout.insertWidget(0, self.canvas.native, 1)
         yield "canvas"
@@ -250,7 +251,7 @@ class SignalPanel(CapabilityDock):
                           f"{record.periodogram.updates} periodograms ({record.window_name}){state}")
         self.last_error = ""
         self._drawn = (record.read_to, model.params, getattr(model, "probe", None))
-        self.canvas.update()
+        redraw(self.canvas)
 
     def _draw_rates(self, model, rows, t, span) -> None:
         columns = column_index(model, "fraction")

@@ -113,6 +113,12 @@ class RegionCachedCanvas(scene.SceneCanvas):
         elif node in self._regions and node not in self._stale:
             self._stale[node] = None
 
+    def invalidate_regions(self) -> None:
+        """Mark every region stale: the next draws redraw them all (a budget's worth per draw), without the
+        whole-scene draw that ``invalidate()`` asks for."""
+        for node in self._regions:
+            self._stale.setdefault(node, None)
+
     @property
     def stale(self) -> bool:
         """A visible region (or the whole cache) waits for a redraw."""
@@ -153,9 +159,11 @@ class RegionCachedCanvas(scene.SceneCanvas):
             self._make_cache(size)
             self._layout, self._rebuild = None, None
         placement = self._placement(regions)
-        if placement != self._layout and self.budget_s is not None and self._layout is not None:
-            # other regions shown, or moved, while a budget is set (the window runs): the picture is drawn anew
-            # into a second buffer, a budget's worth of regions per draw, and the one on screen stays until then
+        if placement != self._layout and self.budget_s is not None and (self._layout is not None
+                                                                         or self.full_draws == 0):
+            # other regions shown, or moved, while a budget is set (the window runs), or the canvas's first
+            # picture: it is drawn anew into a second buffer, a budget's worth of regions per draw, and the one
+            # on screen (the old picture; the background before the first) stays until then
             if self._rebuild is None or placement != self._rebuild.placement:
                 self._lay_out()
                 placement = self._placement(regions)
@@ -263,6 +271,11 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self._picture = gloo.Texture2D(shape=(height, width, 4), interpolation="nearest",
                                        wrapping="clamp_to_edge")
         self._fbo = gloo.FrameBuffer(color=self._picture, depth=gloo.RenderBuffer((height, width)))
+        self.push_fbo(self._fbo, (0, 0), self.size)       # the background until a picture is drawn there
+        try:
+            self.context.clear(color=self.bgcolor, depth=True)
+        finally:
+            self.pop_fbo()
         if self._blit is None:
             self._blit = gloo.Program(_BLIT_VERT, _BLIT_FRAG)
             self._blit["a_position"] = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)

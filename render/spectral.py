@@ -133,6 +133,12 @@ class _Plot:
         grid.add_widget(self.x_axis, row=2, col=1)
         self.x_axis.link_view(self.view)
         self.y_axis.link_view(self.view)
+        # on a canvas that caches its picture (render/cached_canvas.py) each part is a region, redrawn on its own
+        canvas = getattr(parent_grid, "canvas", None)
+        if hasattr(canvas, "add_region"):
+            for widget, spill in ((self.title, (0, 0)), (self.y_axis, (0, 6)), (self.view, (0, 0)),
+                                  (self.x_axis, (24, 0))):
+                canvas.add_region(widget, spill)
         yield "x axis"
 
     def _fit(self, x, y, y_floor: float | None = None, nice_top: bool = False):
