@@ -57,7 +57,7 @@ def _continue_while_stale(canvas) -> None:
     """After a paint of a cached canvas that left regions to draw, the next paint comes at the next pass of the
     event loop (the frames in between run as usual)."""
     if canvas.stale:
-        QtCore.QTimer.singleShot(0, canvas.update)
+        QtCore.QTimer.singleShot(0, canvas.native, canvas.update)    # not called once the widget is gone
 
 
 def _dock_of(widget) -> QtWidgets.QDockWidget | None:
@@ -84,7 +84,7 @@ def paint_only_when_shown(canvas: scene.SceneCanvas) -> None:
             return True                     # not in a dock (yet): as VisPy would
         if held["dock"] is None:
             held["dock"] = dock
-            dock.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, release))
+            dock.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, dock, release))
         return dock.isVisible() and not dock.visibleRegion().isEmpty()
 
     def release() -> None:
@@ -168,7 +168,7 @@ class AnalysisDock(QtWidgets.QDockWidget):
         with one_font_manager():
             self._build()
         if when_shown is not None:
-            self.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, when_shown))
+            self.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, self, when_shown))
         if refresh_ms is not None:
             self.timer = QtCore.QTimer(self, interval=refresh_ms)
             self.timer.timeout.connect(self.refresh)
@@ -344,7 +344,8 @@ class CapabilityDock(AnalysisDock):
             # the data's draw below makes the one paint
             with paint_requests_held(self.canvas):
                 scene.visible = True
-            QtCore.QTimer.singleShot(0, self._draw_now)
+            # with the dock as context: not called if the dock is gone by then (a window closed meanwhile)
+            QtCore.QTimer.singleShot(0, self, self._draw_now)
 
     def _draw_now(self) -> None:
         if not self.refresh(force=True) and self.canvas is not None:
@@ -396,7 +397,7 @@ def install_dock(window, panel: AnalysisDock, attribute: str, area=RIGHT, *,
         staging = getattr(window, "staging", None)
         if staging is not None and hasattr(staging, "followers"):
             staging.followers.append((attribute, panel.stage_for))   # its plots made ahead for a coming model
-        QtCore.QTimer.singleShot(0, panel.refresh)   # after the window restored its layout
+        QtCore.QTimer.singleShot(0, panel, panel.refresh)   # after the window restored its layout
     if stop_with_window:
         window.installEventFilter(panel)
     setattr(window, attribute, panel)

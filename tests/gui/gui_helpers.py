@@ -80,3 +80,14 @@ def choose(combo, text: str) -> None:
     assert index >= 0, f"{text!r} is not offered by {combo.objectName()}"
     combo.setCurrentIndex(index)
     combo.activated.emit(index)
+
+
+def on_screen(canvas) -> np.ndarray:
+    """RGB (ints) of ``canvas`` as its widget paints it: one paint through whatever the canvas draws on screen
+    (a cached canvas's picture), read back with ``grabFramebuffer()``."""
+    from PySide6 import QtGui
+    image = canvas.native.grabFramebuffer().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+    width, height = image.width(), image.height()
+    raw = np.frombuffer(image.constBits(), np.uint8).reshape(height, image.bytesPerLine())
+    return raw[:, :width * 4].reshape(height, width, 4)[..., :3].astype(int).copy()
+

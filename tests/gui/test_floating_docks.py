@@ -16,16 +16,11 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
-from PySide6 import QtCore, QtGui  # noqa: E402
+from PySide6 import QtCore  # noqa: E402
 
 from latticelab.render.plots import COLOURS, TEXT  # noqa: E402
 
-
-def shown(canvas) -> np.ndarray:
-    image = canvas.native.grabFramebuffer().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
-    width, height = image.width(), image.height()
-    raw = np.frombuffer(image.constBits(), np.uint8).reshape(height, image.bytesPerLine())
-    return raw[:, :width * 4].reshape(height, width, 4)[..., :3].astype(int).copy()
+from gui_helpers import on_screen as shown  # noqa: E402
 
 
 def pixels_of(image: np.ndarray, colour) -> int:

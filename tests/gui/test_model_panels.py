@@ -42,7 +42,7 @@ def test_signal_dock_redraws_a_budget_at_a_time_and_ends_with_the_whole_picture(
     """The Signal dock's canvas keeps its picture (render/cached_canvas.py): a refresh redraws its plots' parts a
     budget's worth per paint, each paint asking for the next, and what is finally on screen is what a whole draw
     of the scene gives."""
-    from PySide6 import QtGui
+    from gui_helpers import on_screen
     window = cortex_window(make_window, qtbot)
     panel = window.signal_panel
     window.runner.advance(1100)
@@ -52,13 +52,10 @@ def test_signal_dock_redraws_a_budget_at_a_time_and_ends_with_the_whole_picture(
     canvas.budget_s = 0.0                       # one region per paint
     paints = 0
     while canvas.stale and paints < 200:
-        image = canvas.native.grabFramebuffer().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+        shown = on_screen(canvas)
         assert canvas.last_draw["regions"] <= 1 and not canvas.last_draw.get("full")
         paints += 1
     assert paints > 4 and not canvas.stale
-    width, height = image.width(), image.height()
-    raw = np.frombuffer(image.constBits(), np.uint8).reshape(height, image.bytesPerLine())
-    shown = raw[:, :width * 4].reshape(height, width, 4)[..., :3].astype(int)
     whole = canvas.render(alpha=False)[..., :3].astype(int)
     assert colour_pixels(shown, EEG_COLOUR) > 100
     assert float((np.abs(shown - whole).max(axis=2) > 8).mean()) < 0.001
