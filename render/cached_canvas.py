@@ -19,9 +19,9 @@ would leave them.
 The whole scene is drawn again (into the texture) when the cache cannot be trusted: the first draw, a change
 of the canvas's size, or a change of which regions are visible or where they lie. What is drawn outside the
 regions is drawn only then: everything that changes must lie inside a region. When only the regions changed
-(another model's plots shown) while a budget is set, that whole draw is itself spread: the new picture is
-drawn into a second texture, a budget's worth of regions per draw, while the old one stays on screen, and
-shown once complete (a switch to the cortex drew its new plots in one 98 ms piece on the H100 before).
+(another model's plots shown), or for the canvas's first picture, while a budget is set, that whole draw is
+itself spread: the new picture is drawn into a second texture, a budget's worth of regions per draw, while the
+old one (or the background) stays on screen, and shown once complete (a switch to the cortex drew its new plots in one 98 ms piece on the H100 before).
 ``render()`` (images, exports) always draws the whole scene directly, and a canvas without visible regions
 draws as a plain SceneCanvas.
 

@@ -208,9 +208,11 @@ class LivePlots:
             bottom.height_max = 40
             spacer = bottom.add_widget(row=0, col=0)
             spacer.width_max = 58
+        yield "x axis grid"            # each of these pieces is some 25-40 ms of VisPy on a fast host
+        with one_font_manager(self.fonts):
             self.x_axis = _axis("bottom", self.x_label)
-            bottom.add_widget(self.x_axis, row=0, col=1)
         yield "x axis"
+        bottom.add_widget(self.x_axis, row=0, col=1)
         self.grid.add_widget(bottom, row=len(self.series), col=0)
         self._add_region(X_AXIS, self.x_axis, X_AXIS_SPILL)
         self.built = True
