@@ -348,8 +348,11 @@ class CapabilityDock(AnalysisDock):
             QtCore.QTimer.singleShot(0, self, self._draw_now)
 
     def _draw_now(self) -> None:
-        if not self.refresh(force=True) and self.canvas is not None:
-            redraw(self.canvas)      # nothing new to draw (or not readable now): at least the plots as they are
+        if self.refresh(force=True) or self.canvas is None:
+            return
+        if not self.READ_WHILE_STEPPING and self.stepping():
+            return        # declined while a batch runs: it draws right after the batch, with the data (retry)
+        redraw(self.canvas)          # nothing new to draw: at least the plots as they are
 
     def stepping(self) -> bool:
         """Whether a worker is stepping the window's model now (its arrays are not to be read)."""

@@ -71,15 +71,21 @@ def test_a_model_docks_plots_are_made_and_drawn_ahead_of_the_swap(window, qtbot,
 
 def test_showing_a_dock_paints_no_whole_scene_inside_the_switch(window, qtbot, monkeypatch):
     """Qt paints a GL canvas at once when its dock is shown and again when it is raised; those paints happen
-    with the scene hidden (only a clear), and the one real draw, with the model's data, comes after."""
+    with the scene hidden (only a clear). Until the model's data is drawn, a paint draws no whole scene either:
+    the Signal dock's canvas draws its first picture a budget's worth of regions per paint
+    (app/analysis_dock.py make_canvas(cached=True); a paint can come before the data when the first refresh
+    waits for a batch of steps in flight)."""
     panel = window.signal_panel
     inside, draws = {"on": False}, []
     show_for = panel._show_for
 
     def recorded(available):
         if available and panel.canvas is not None and not draws:
-            panel.canvas.events.draw.connect(lambda event: draws.append((inside["on"], panel.canvas.scene.visible,
-                                                                         panel._drawn is not None)))
+            canvas = panel.canvas
+            canvas.events.draw.connect(lambda event: draws.append((inside["on"], canvas.scene.visible,
+                                                                   panel._drawn is not None,
+                                                                   bool(canvas.last_draw.get("full")))),
+                                       position="last")
         inside["on"] = True
         try:
             return show_for(available)
@@ -88,11 +94,10 @@ def test_showing_a_dock_paints_no_whole_scene_inside_the_switch(window, qtbot, m
 
     monkeypatch.setattr(panel, "_show_for", recorded)
     switch_and_record(window, qtbot, monkeypatch, "cortex")
-    qtbot.waitUntil(lambda: any(visible for _inside, visible, _data in draws), timeout=10000)
-    assert any(during for during, _visible, _data in draws)          # Qt did paint inside the show
-    assert not any(during and visible for during, visible, _data in draws)
-    first_visible = next(d for d in draws if d[1])
-    assert first_visible[2]                                           # and the first visible draw had the data
+    qtbot.waitUntil(lambda: any(visible and data for _inside, visible, data, _full in draws), timeout=10000)
+    assert any(during for during, _visible, _data, _full in draws)       # Qt did paint inside the show
+    assert not any(during and visible for during, visible, _data, _full in draws)
+    assert not any(visible and not data and full for _during, visible, data, full in draws)
 
 
 def test_a_dock_on_top_that_goes_away_gives_its_place_to_the_live_plots(window, qtbot, monkeypatch):
