@@ -32,7 +32,9 @@
    ``convert_shader``, a pass over every line) and parses each shader function's declarations with a regular
    expression per line (``find_program_variables``), although the window's many axes, labels and lines share a
    handful of sources: about half of the 45 ms of an axis's first draw (cProfile, llvmpipe), the longest steps
-   of making a model's plots ahead. Both depend only on the text, and are kept per text.
+   of making a model's plots ahead. Making a visual strips the indentation of each of its shader functions'
+   code (``Function._clean_code``, line by line: the largest single cost of making an axis, 16 of 96 ms under
+   cProfile) and parses each one's signature. All four depend only on the text, and are kept per text.
 
 ``install()`` is idempotent and runs when ``latticelab.render`` is imported.
 """
@@ -45,6 +47,7 @@ import vispy.gloo.glir as vispy_glir
 import vispy.gloo.program as gloo_program
 import vispy.scene.widgets.grid as vispy_grid
 import vispy.visuals.axis as vispy_axis
+import vispy.visuals.shaders.function as vispy_function
 import vispy.visuals.shaders.parsing as vispy_parsing
 import vispy.visuals.text.text as vispy_text
 from vispy import gloo
@@ -62,6 +65,8 @@ def install() -> None:
     _replace(vispy_grid.Grid, "__repr__", _short_grid_repr)
     _replace(vispy_glir, "convert_shader", _kept_per_text)
     _replace(vispy_parsing, "find_program_variables", _variables_kept_per_text)
+    _replace(vispy_parsing, "parse_function_signature", _signature_kept_per_text)
+    _replace(vispy_function.Function, "_clean_code", _cleaned_code_kept_per_text)
 
 
 SHADER_TEXTS_KEPT = 4096     # distinct texts kept by each cache (the window meets a few hundred)
@@ -82,6 +87,33 @@ def _variables_kept_per_text(find):
     find_program_variables.cache_info = kept.cache_info
     find_program_variables.original = find           # VisPy's own, for the tests
     return find_program_variables
+
+
+def _signature_kept_per_text(parse):
+    """parsing.parse_function_signature(code) -> (name, [(type, name), ...], return type), kept per code; each
+    caller gets its own list of arguments."""
+    kept = functools.lru_cache(maxsize=SHADER_TEXTS_KEPT)(parse)
+
+    def parse_function_signature(code):
+        name, args, rtype = kept(code)
+        return name, list(args), rtype
+
+    parse_function_signature.cache_info = kept.cache_info
+    parse_function_signature.original = parse
+    return parse_function_signature
+
+
+def _cleaned_code_kept_per_text(clean):
+    """Function._clean_code(self, code): the code without its common indentation; it reads nothing of ``self``,
+    so it is kept per code."""
+    kept = functools.lru_cache(maxsize=SHADER_TEXTS_KEPT)(lambda code: clean(None, code))
+
+    def _clean_code(self, code):
+        return kept(code)
+
+    _clean_code.cache_info = kept.cache_info
+    _clean_code.original = clean
+    return _clean_code
 
 
 def _layout_key(grid) -> tuple:

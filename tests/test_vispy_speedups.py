@@ -112,8 +112,14 @@ def test_shader_texts_converted_and_parsed_once_give_vispys_own_results():
     assert convert.cache_info().hits > converted.hits and find.cache_info().hits > parsed.hits
     sources = [fn.code for v in visuals for fn in (v._program.vert, v._program.frag)]
     assert len(sources) >= 4
+    from vispy.visuals.shaders.function import Function
+    signature, clean = vispy_parsing.parse_function_signature, Function._clean_code
     for code in sources:
         assert find(code) == find.original(code) and find(code) is not find(code)   # each caller its own dict
         assert convert("desktop", code) == convert.__wrapped__("desktop", code)
+        assert signature(code) == signature.original(code) and signature(code)[1] is not signature(code)[1]
+        indented = "\n".join("    " + line for line in code.split("\n"))
+        assert clean(None, indented) == clean.original(None, indented) == clean.original(None, code)
+    assert signature.cache_info().hits > 0 and clean.cache_info().hits > 0
     first.close()
     second.close()
