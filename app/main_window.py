@@ -501,6 +501,8 @@ class MainWindow(QtWidgets.QMainWindow):
             return False
         job = self.preparer.poll()
         if job is None:
+            if self.collector is not None and self.collector.held and not self.preparer.busy:
+                self.collector.settle()      # the build was superseded or cancelled: no swap to wait for
             return False
         if job.error is not None:
             job.on_error(job.error)

@@ -90,3 +90,20 @@ def test_the_stepper_lets_go_of_the_model_and_batch_it_returned():
     del model, returned, batch
     assert gone() is None         # freed by reference counting: the stepper keeps nothing of it
     stepper.close()
+
+
+def test_a_cancelled_switch_lets_full_collections_run_again(make_window, qtbot):
+    from latticelab.app.collector import freeze_after_start
+    window = make_window(running=True)
+    window.background_builds = True
+    thresholds = gc.get_threshold()
+    schedule = freeze_after_start(window)
+    try:
+        assert window.switch_model("cahn-hilliard")
+        assert schedule.held
+        window.preparer.cancel()                  # as a synchronous switch or closing the window does
+        qtbot.waitUntil(lambda: not window.preparer.busy and not schedule.held, timeout=60000)
+        assert gc.get_threshold() == thresholds and window.model.name == "ising"
+    finally:
+        gc.unfreeze()
+
