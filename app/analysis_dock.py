@@ -60,6 +60,17 @@ def _continue_while_stale(canvas) -> None:
         QtCore.QTimer.singleShot(0, canvas.native, canvas.update)    # not called once the widget is gone
 
 
+def labelled_steps(pieces, label: str):
+    """Run ``pieces`` (a plot's ``in_steps``, render/spectral.py), yielding each piece's name after ``label``;
+    returns what it returns (the plot): ``plot = yield from labelled_steps(Plot.in_steps(...), "name")``."""
+    while True:
+        try:
+            piece = next(pieces)
+        except StopIteration as made:
+            return made.value
+        yield f"{label} {piece}"
+
+
 def _dock_of(widget) -> QtWidgets.QDockWidget | None:
     while widget is not None and not isinstance(widget, QtWidgets.QDockWidget):
         widget = widget.parentWidget()

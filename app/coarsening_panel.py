@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6 import QtWidgets
 
-from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, class_has, info_label, install_dock, make_canvas,
-                                          redraw)
+from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, class_has, info_label, install_dock,
+                                          labelled_steps, make_canvas, redraw)
 from latticelab.render.interface_view import InterfaceView
 from latticelab.render.signal_plots import CoarseningPlot
 from latticelab.sim.analysis.marching_cubes import Mesh, marching_cubes
@@ -150,14 +150,8 @@ class CoarseningPanel(CapabilityDock):
         grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
         self._layout.insertWidget(0, self.canvas.native, 1)
         yield "canvas"
-        pieces = CoarseningPlot.in_steps(grid, "length", 1 / 3)     # a piece per step: title, axes, view, lines
-        while True:
-            try:
-                piece = next(pieces)
-            except StopIteration as made:
-                self.plot = made.value
-                break
-            yield f"length plot {piece}"
+        # a piece per step: title, axes, view, lines
+        self.plot = yield from labelled_steps(CoarseningPlot.in_steps(grid, "length", 1 / 3), "length plot")
 
     def _make_interface_canvas(self) -> None:
         if self.interface_canvas is not None:

@@ -501,15 +501,13 @@ class MainWindow(QtWidgets.QMainWindow):
             return False
         job = self.preparer.poll()
         if job is None:
-            if self.collector is not None and self.collector.held and not self.preparer.busy:
-                self.collector.settle()      # the build was superseded or cancelled: no swap to wait for
+            self._release_full_collections()     # the build was superseded or cancelled: no swap to wait for
             return False
         if job.error is not None:
             job.on_error(job.error)
         else:
             job.on_ready(job.result)
-        if self.collector is not None and not self.preparer.busy:
-            self.collector.settle()          # what the switch made is frozen; full collections may run again
+        self._release_full_collections()         # what the switch made is frozen
         self._run_deferred()
         return True
 
@@ -518,6 +516,11 @@ class MainWindow(QtWidgets.QMainWindow):
         thread for as long as it walks the objects made since start-up (app/collector.py)."""
         if self.collector is not None:
             self.collector.hold()
+
+    def _release_full_collections(self) -> None:
+        """Once no build is left, full collections may run again (what the switch made frozen first)."""
+        if self.collector is not None and self.collector.held and not self.preparer.busy:
+            self.collector.settle()
 
     def _stage(self, cls) -> None:
         """Make ``cls``'s parameter form and live plots ahead, hidden, a slice per frame (app/staging.py), while

@@ -17,8 +17,8 @@ import logging
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, class_has, info_label, install_dock, make_canvas,
-                                          redraw)
+from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, class_has, info_label, install_dock,
+                                          labelled_steps, make_canvas, redraw)
 from latticelab.render.signal_plots import (EEG_COLOUR, PROBE_COLOUR, RATE_COLOURS, PeriodogramPlot,
                                             TimePlot)
 from latticelab.sim.analysis import qeeg
@@ -176,14 +176,7 @@ class SignalPanel(CapabilityDock):
         for row, (name, kind, args) in enumerate(plots):
             cell = grid.add_grid(row=row, col=0)
             yield f"{name} cell"
-            pieces = kind.in_steps(cell, *args)
-            while True:
-                try:
-                    piece = next(pieces)
-                except StopIteration as made:
-                    setattr(self, name, made.value)
-                    break
-                yield f"{name} {piece}"
+            setattr(self, name, (yield from labelled_steps(kind.in_steps(cell, *args), name)))
 
     def _set_available(self, model) -> None:
         """Shown (and raised) when a model with a signal arrives; hidden for one without."""

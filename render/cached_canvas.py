@@ -35,6 +35,7 @@ No Qt involved; any VisPy application backend.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -218,13 +219,12 @@ class RegionCachedCanvas(scene.SceneCanvas):
         one makes the back buffer the picture shown."""
         rebuild = self._rebuild
         if rebuild is None or rebuild.placement != placement:
-            size = self._picture.shape[1::-1]
-            if self._back is None or self._back[1].shape[:2] != self._picture.shape[:2]:
-                texture = gloo.Texture2D(shape=self._picture.shape, interpolation="nearest", wrapping="clamp_to_edge")
-                self._back = (gloo.FrameBuffer(color=texture, depth=gloo.RenderBuffer(size[::-1])), texture)
+            if self._back is None or self._back[1].shape != self._picture.shape:
+                self._back = _picture_target(self._picture.shape[:2])
             rebuild = self._rebuild = _Rebuild(placement, {n: self._pixel_rect(n) for n in regions}, list(regions))
-            self._into_back(lambda: self.context.clear(color=self.bgcolor, depth=True))
-            self._into_back(lambda: self._draw_subtree(self.scene, skip=set(self._regions)))
+            with self._drawing_into(self._back[0]), paint_requests_held(self):
+                self.context.clear(color=self.bgcolor, depth=True)
+                self._draw_subtree(self.scene, skip=set(self._regions))
         spent, drawn = 0.0, 0
         while rebuild.left:
             node = rebuild.left[0]
@@ -232,7 +232,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
             if drawn and spent + expected > self.budget_s:
                 break
             start = time.perf_counter()
-            self._into_back(lambda: self._draw_subtree(node))
+            with self._drawing_into(self._back[0]), paint_requests_held(self):
+                self._draw_subtree(node)
             took = time.perf_counter() - start
             self._cost[node] = took
             rebuild.costs.append(took)
@@ -247,11 +248,12 @@ class RegionCachedCanvas(scene.SceneCanvas):
             self._layout, self._rects, self._rebuild = rebuild.placement, rebuild.rects, None
             self.full_draws += 1
 
-    def _into_back(self, draw) -> None:
-        self.push_fbo(self._back[0], (0, 0), self.size)
+    @contextlib.contextmanager
+    def _drawing_into(self, framebuffer):
+        """Draws in the block go into ``framebuffer`` (one of the cache's), mapped as the canvas."""
+        self.push_fbo(framebuffer, (0, 0), self.size)
         try:
-            with paint_requests_held(self):
-                draw()
+            yield
         finally:
             self.pop_fbo()
 
@@ -268,14 +270,9 @@ class RegionCachedCanvas(scene.SceneCanvas):
 
     def _make_cache(self, size) -> None:
         width, height = size
-        self._picture = gloo.Texture2D(shape=(height, width, 4), interpolation="nearest",
-                                       wrapping="clamp_to_edge")
-        self._fbo = gloo.FrameBuffer(color=self._picture, depth=gloo.RenderBuffer((height, width)))
-        self.push_fbo(self._fbo, (0, 0), self.size)       # the background until a picture is drawn there
-        try:
+        self._fbo, self._picture = _picture_target((height, width))
+        with self._drawing_into(self._fbo):       # the background until a picture is drawn there
             self.context.clear(color=self.bgcolor, depth=True)
-        finally:
-            self.pop_fbo()
         if self._blit is None:
             self._blit = gloo.Program(_BLIT_VERT, _BLIT_FRAG)
             self._blit["a_position"] = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
@@ -297,12 +294,9 @@ class RegionCachedCanvas(scene.SceneCanvas):
         return left, height - bottom, right - left, bottom - top
 
     def _draw_all(self) -> None:
-        self.push_fbo(self._fbo, (0, 0), self.size)
-        try:
+        with self._drawing_into(self._fbo):
             self.context.clear(color=self.bgcolor, depth=True)
             super().draw_visual(self.scene)
-        finally:
-            self.pop_fbo()
 
     def _draw_region(self, node) -> None:
         """Clear ``node``'s rectangle of the cache and draw there, clipped to it, its subtree and those of the
@@ -312,17 +306,16 @@ class RegionCachedCanvas(scene.SceneCanvas):
         if w <= 0 or h <= 0:
             return
         drawn = [n for n, r in self._rects.items() if n is node or (_visible(n) and _overlap(rect, r))]
-        self.push_fbo(self._fbo, (0, 0), self.size)
-        try:
-            gloo.set_state(scissor_test=True)
-            gloo.set_scissor(x, y, w, h)
-            self.context.clear(color=self.bgcolor, depth=True)
-            with paint_requests_held(self):
-                for each in drawn:
-                    self._draw_subtree(each)
-        finally:
-            gloo.set_state(scissor_test=False)
-            self.pop_fbo()
+        with self._drawing_into(self._fbo):
+            try:
+                gloo.set_state(scissor_test=True)
+                gloo.set_scissor(x, y, w, h)
+                self.context.clear(color=self.bgcolor, depth=True)
+                with paint_requests_held(self):
+                    for each in drawn:
+                        self._draw_subtree(each)
+            finally:
+                gloo.set_state(scissor_test=False)
 
     def _draw_subtree(self, node, skip=frozenset()) -> None:
         """Draw the visible visuals under ``node``, leaving out the subtrees of the nodes in ``skip``."""
@@ -342,6 +335,13 @@ class RegionCachedCanvas(scene.SceneCanvas):
     def _show_picture(self) -> None:
         gloo.set_state(blend=False, depth_test=False, cull_face=False, scissor_test=False)
         self._blit.draw("triangle_strip")
+
+
+def _picture_target(shape) -> tuple:
+    """(framebuffer, colour texture) of ``shape`` (height, width): a picture of the cache, with a depth buffer."""
+    height, width = shape
+    texture = gloo.Texture2D(shape=(height, width, 4), interpolation="nearest", wrapping="clamp_to_edge")
+    return gloo.FrameBuffer(color=texture, depth=gloo.RenderBuffer((height, width))), texture
 
 
 class _Rebuild:
