@@ -60,10 +60,18 @@ class Tracer:
         self.wrap(RegionCachedCanvas, "_draw_all", "whole scene into the cache")
         self.wrap(RegionCachedCanvas, "_draw_region", lambda c: "a region into the cache")
         self.wrap(CapabilityDock, "refresh", lambda d: f"refresh {d.objectName()}")
+        # the frame tick's parts, on the classes: the timer is connected to the bound method when the window
+        # is made, so an instance attribute set afterwards would never be called
+        from latticelab.app.main_window import MainWindow
+        from latticelab.sim.runner import Runner
+        self.wrap(MainWindow, "_frame", "frame tick")
+        self.wrap(MainWindow, "_refresh_view", "view refresh")
+        self.wrap(MainWindow, "_update_status", "status bar")
+        self.wrap(Runner, "advance", lambda r: f"advance ({type(r.model).__name__})")
+        self.wrap(Runner, "collect", "collect observables")
         gc.callbacks.append(self._gc)
 
     def install_window(self, window) -> None:
-        self.wrap(window, "_frame", "frame tick")
         self.wrap(window, "_poll_preparation", "poll/swap")
         self.wrap(window, "_update_plots", "live plots update")
         staging = window.staging

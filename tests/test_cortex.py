@@ -339,3 +339,14 @@ def test_a_state_of_another_network_is_refused():
     state["ev_idx"] = np.int64(7)
     with pytest.raises(StateError, match="do not match"):
         restore(state, backend="numpy")
+
+
+def test_a_new_network_is_ready_to_step_when_made(monkeypatch):
+    """Phase 2's outgoing-edge index is built with the network (off the GUI thread in the window, where models are
+    made on a worker), not by the first step, which the window runs in a frame."""
+    model = CortexModel(L=16, k=10, r=4, seed=3, backend="numpy")
+    for seed in (3, 4):
+        model.reset(seed=seed)
+        monkeypatch.setattr(np, "argsort", lambda *a, **k: pytest.fail("the first step sorted the connections"))
+        model.step(1)
+        monkeypatch.undo()

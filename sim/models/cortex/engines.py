@@ -222,12 +222,20 @@ class NumpyPhases:
         index = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
         return np.bincount(receivers[index], minlength=n)
 
+    def prepare(self, s: CortexState) -> None:
+        """Build what phase 2 needs of a new network (the outgoing-edge index) now rather than in the first
+        step: the model calls this when it makes the network, so a window's first frame of a new cortex (built
+        on a worker thread) does not sort a million connections (110 ms at L = 128, k = 100)."""
+        self._outgoing(s)
+
     def _outgoing(self, s: CortexState):
         """(offsets, receivers): the receivers of source q are receivers[offsets[q]:offsets[q + 1]]."""
         cache = getattr(self, "_out_cache", None)
         if cache is None or cache[0] is not s.sources:
             flat = s.sources.reshape(-1)
-            order = np.argsort(flat, kind="stable")
+            # a stable sort of 16-bit keys is NumPy's radix sort: five times faster than on the int32 indices
+            keys = flat.astype(np.uint16) if s.n <= 1 << 16 else flat
+            order = np.argsort(keys, kind="stable")
             offsets = np.concatenate([[0], np.cumsum(np.bincount(flat, minlength=s.n))]).astype(np.int64)
             cache = (s.sources, (offsets, (order % s.n).astype(np.int32)))
             self._out_cache = cache
@@ -264,6 +272,9 @@ class CudaPhases:
         self._table = None
         self._table_source = None
         self._dummy = {"u8": xp.zeros(1, xp.uint8), "f64": xp.zeros(4, xp.float64)}
+
+    def prepare(self, s: CortexState) -> None:
+        """Nothing to build ahead: the kernels read the source lists as they are."""
 
     def layout_for(self, r: int) -> str:
         """The source layout for radius r: "packed" or "int32" (``layout`` "packed" with r > 127 raises

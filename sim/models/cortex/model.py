@@ -159,6 +159,7 @@ class CortexModel(Model):
             u=xp.asarray(neurons.u), ev=xp.zeros((EV_MAX, p.L ** 2), xp.float32), ev_idx=0,
             packed=packed, halo=halo, pad=pad)
         self.state.refresh_halo(self._phases.xp)
+        self._phases.prepare(self.state)
         self._n_exc = int(np.count_nonzero(neurons.types == 0))
         self._n_inh = p.L ** 2 - self._n_exc
         self._scale = np.array([1.0 / max(self._n_exc, 1), 1.0 / max(self._n_exc, 1), 1.0 / max(self._n_inh, 1)])
