@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from typing import Callable
 
 from PySide6 import QtCore, QtWidgets
@@ -23,6 +24,7 @@ from latticelab.render.plots import one_font_manager, paint_requests_held, warm_
 
 PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
 DOCK_DRAW_BUDGET_S = 0.006   # a cached dock canvas draws this much of a redraw per paint (at least one region)
+PLACEMENT_SPACING_S = 0.06   # after a dock appeared or went, the next one appears this much later (a few frames)
 RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
 
 
@@ -241,6 +243,7 @@ class CapabilityDock(AnalysisDock):
         self._drawn = None           # the key of what was drawn last
         self.canvas = None           # the plot canvas, made with the plots
         self._plot_iter = None       # the steps making the plots, shared by ``_plots`` and ``stage_for``
+        self.placements = DockPlacements()   # the window's, once installed (install_dock)
         self.plots_made = False
         # a refresh declined while the worker steps the model is made again right after its batch
         self.access = ModelAccess(window)
@@ -319,6 +322,11 @@ class CapabilityDock(AnalysisDock):
     def _show_for(self, available: bool) -> None:
         """Shown when the model became one this dock is for; hidden for one it is not for (also after the
         window restored a layout that showed it)."""
+        if available and not self.available:
+            wait = self.placements.wait_s()
+            if wait > 0:          # another dock changed a moment ago: this one appears a few frames later
+                QtCore.QTimer.singleShot(int(1000 * wait) + 1, self, self.refresh)
+                return
         if available != self.available:
             self.available = available
             if available:
@@ -327,9 +335,11 @@ class CapabilityDock(AnalysisDock):
                     self.show()
                     if self.RAISE_WHEN_AVAILABLE:
                         self.raise_()
+                self.placements.placed()
         if not available and not self.isHidden():
             on_top = self.on_screen()
             self.hide()
+            self.placements.placed()
             plots = getattr(self.window, "plot_dock", None)
             if on_top and isinstance(plots, QtWidgets.QDockWidget):
                 # the live plots take its place, not whichever tab Qt picks (a dock shown for the first time
@@ -395,6 +405,24 @@ class CapabilityDock(AnalysisDock):
         return True
 
 
+class DockPlacements:
+    """When a dock of the window last appeared or went. A model switch changes several docks, each at its own
+    refresh; those that fell into one pass of the event loop were composed by Qt in one paint of the window with
+    every canvas they resized (bench window --trace, llvmpipe: 130 ms for the Signal dock shown as the
+    Coarsening dock went, 60-70 ms for one). A dock that would appear sooner than ``PLACEMENT_SPACING_S`` after
+    the last change waits that long (``wait_s``); going is never held (the dock would otherwise read a model it
+    is not for) but counts as a change."""
+
+    def __init__(self):
+        self.last = -float("inf")
+
+    def wait_s(self) -> float:
+        return max(0.0, self.last + PLACEMENT_SPACING_S - time.perf_counter())
+
+    def placed(self) -> None:
+        self.last = time.perf_counter()
+
+
 def install_dock(window, panel: AnalysisDock, attribute: str, area=RIGHT, *,
                  stop_with_window: bool = False) -> AnalysisDock:
     """Add ``panel`` to a main window as ``window.<attribute>``: a tab beside the live plots (``plot_dock``) when
@@ -408,6 +436,9 @@ def install_dock(window, panel: AnalysisDock, attribute: str, area=RIGHT, *,
         plots.raise_()
     if isinstance(panel, CapabilityDock):
         panel.hide()
+        if not isinstance(getattr(window, "dock_placements", None), DockPlacements):
+            window.dock_placements = DockPlacements()
+        panel.placements = window.dock_placements
         staging = getattr(window, "staging", None)
         if staging is not None and hasattr(staging, "followers"):
             staging.followers.append((attribute, panel.stage_for))   # its plots made ahead for a coming model

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from latticelab.sim.model import HasSignal
+
 
 def build_model(cls, params, backend: str):
     """A new ``cls`` model from validated ``params``, ready to step at full speed: on a CUDA device its kernels
@@ -36,6 +38,10 @@ def warm_up(model) -> None:
     if not isinstance(batch.observables, dict):
         batch.observables.result()
     model.observables()
+    if isinstance(model, HasSignal):
+        # what the Signal dock reads at its first refresh: the trace's indexing kernels (CuPy's own, compiled on
+        # first use: 150 ms on the GUI thread in a switch to the cortex on the H100 with a cold kernel cache)
+        model.trace(since=0)
     picture = model.picture(model.changed(), False)
     # the view's texture writers too: compiled on the GUI thread at the swap, they stalled the first switch to
     # Cahn-Hilliard on the H100 for 242 ms (bench window, a cold kernel cache)

@@ -9,6 +9,7 @@ a little on every event, so the figures of a traced run are not the ones to publ
 from __future__ import annotations
 
 import gc
+import os
 import time
 from contextlib import contextmanager
 
@@ -69,6 +70,12 @@ class Tracer:
         self.wrap(MainWindow, "_update_status", "status bar")
         self.wrap(Runner, "advance", lambda r: f"advance ({type(r.model).__name__})")
         self.wrap(Runner, "collect", "collect observables")
+        # what a dock's refresh does (each subclass's own methods, named after the dock)
+        from latticelab.app import main_window  # noqa: F401  (imports the docks)
+        for dock_class in _subclasses(CapabilityDock):
+            for name in ("_set_available", "_restart", "_take", "_draw"):
+                if name in vars(dock_class):
+                    self.wrap(dock_class, name, lambda d, name=name: f"{d.objectName()} {name}")
         gc.callbacks.append(self._gc)
 
     def install_window(self, window) -> None:
@@ -91,7 +98,7 @@ class Tracer:
 
     # ---- reporting -----------------------------------------------------------------------------
     def report(self, ticks: list[float], since: float, until: float, threshold_s: float = 0.05,
-               top: int = 8) -> list[str]:
+               top: int = int(os.environ.get("LATTICELAB_TRACE_TOP", "8"))) -> list[str]:
         """Lines describing each gap between ``ticks`` over [since, until] longer than ``threshold_s``."""
         points = [t for t in ticks if t < since][-1:] + [t for t in ticks if since <= t <= until] + [until]
         lines = []
@@ -100,10 +107,19 @@ class Tracer:
                 continue
             inside = [s for s in self.spans if s[1] > a and s[0] < b]
             inside.sort(key=lambda s: s[0] - s[1])
+            if os.environ.get("LATTICELAB_TRACE_ORDER") == "time":
+                inside = sorted(inside[:top], key=lambda s: (s[0], s[2]))
             lines.append(f"gap {1000 * (b - a):.0f} ms:")
             for start, end, depth, label in inside[:top]:
                 lines.append(f"    {1000 * (end - start):7.1f} ms  {'  ' * depth}{label}")
         return lines
+
+
+def _subclasses(cls) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub] + _subclasses(sub)
+    return found
 
 
 def traced_application(tracer: Tracer):
