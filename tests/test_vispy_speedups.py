@@ -22,6 +22,45 @@ def test_parsed_shader_variables_equal_vispys_own_parse():
     assert "u_colour[2]" in original and "commented" not in str(original)
 
 
+def test_the_fast_parse_finds_what_vispys_parse_finds():
+    """The parse made faster (comments cut line by line, declarations matched from their keyword) against VisPy's
+    own, on the programs of text, lines, markers, an image and a mesh, and on text with the cases its comment cut
+    has: two ``//`` on a line (VisPy cuts at the last), declarations over several lines, arrays, defaults, ``in``
+    and ``out`` and indentation."""
+    from vispy import gloo, scene
+    from vispy.gloo.program import VertexShader
+    canvas = scene_canvas(120)
+    view = canvas.central_widget.add_view()
+    visuals = [scene.visuals.Text("T = 2.27", parent=view.scene),
+               scene.visuals.Line(np.random.default_rng(1).random((20, 2)), parent=view.scene),
+               scene.visuals.Markers(pos=np.random.default_rng(2).random((5, 2)), parent=view.scene),
+               scene.visuals.Image(np.random.default_rng(3).random((8, 8)).astype(np.float32), parent=view.scene),
+               scene.visuals.Mesh(vertices=np.random.default_rng(4).random((3, 3)), faces=np.array([[0, 1, 2]]),
+                                  parent=view.scene)]
+    canvas.render()
+
+    def programs(visual):
+        if getattr(visual, "_program", None) is not None:
+            yield visual._program
+        for part in getattr(visual, "_subvisuals", ()):
+            yield from programs(part)
+    sources = ["\n\n".join(shader.code for shader in program._shaders)
+               for visual in visuals for program in programs(visual)]
+    assert len(sources) >= len(visuals)
+    sources.append("uniform float u_a; // uniform float u_hidden; // a second comment\n"
+                   "  uniform   highp vec4\n    u_colours [3] ;\nconst float c_k = 1.5;\n"
+                   "in vec2 a_in; out vec3 v_out;   // out float v_gone;\n"
+                   "attribute vec2 a_pos; varying float v_x;\n\tuniform mat4 u_m;//uniform float u_no;\n")
+    for source in sources:
+        program = gloo.Program()
+        program._shaders = [VertexShader(source)]      # the parse reads only its shaders' code
+        assert vispy_speedups._parsed_variables(source) == vispy_speedups._parse_original(program)
+    assert "u_colours[2]" in vispy_speedups._parsed_variables(sources[-1])
+    found = vispy_speedups._parsed_variables(sources[-1])
+    assert "u_hidden" in found and "v_gone" not in found and "u_no" not in found    # cut at the last "//", as VisPy
+    canvas.close()
+
+
 def test_glyphs_from_the_cache_equal_vispys_and_keep_their_kerning():
     import vispy.visuals.text.text as vispy_text
     from vispy.util.fonts._freetype import _load_glyph as vispy_load
