@@ -79,6 +79,11 @@ def _dock_of(widget) -> QtWidgets.QDockWidget | None:
     return widget
 
 
+def on_screen(dock: QtWidgets.QDockWidget) -> bool:
+    """Whether any of ``dock`` is seen (Qt calls a dock behind another tab visible)."""
+    return dock.isVisible() and not dock.visibleRegion().isEmpty()
+
+
 def paint_only_when_shown(canvas: scene.SceneCanvas) -> None:
     """Hold a dock canvas's paint requests while its dock is behind another tab, and paint once when its tab is
     brought to the front. Qt keeps a tabified dock "visible" behind the current tab and paints a GL widget there
@@ -97,8 +102,18 @@ def paint_only_when_shown(canvas: scene.SceneCanvas) -> None:
             return True                     # not in a dock (yet): as VisPy would
         if held["dock"] is None:
             held["dock"] = dock
-            dock.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, dock, release))
-        return dock.isVisible() and not dock.visibleRegion().isEmpty()
+            dock.visibilityChanged.connect(placed)
+            canvas.native.setUpdatesEnabled(on_screen(dock))
+        return on_screen(dock)
+
+    def placed(visible: bool) -> None:
+        # Qt itself paints every GL widget of a tab group when it lays the group out again (a dock added to it,
+        # raised or removed), those behind the current tab too: 10-14 ms each on the H100 and on llvmpipe, in the
+        # paint of the window that showed the Signal dock in a switch to the cortex (bench window --trace). Its
+        # paint events are off while the dock is not seen (Qt paints it when they are turned on again).
+        canvas.native.setUpdatesEnabled(bool(visible))
+        if visible:
+            QtCore.QTimer.singleShot(0, held["dock"], release)
 
     def release() -> None:
         if canvas._update_pending and not canvas._drawing:
@@ -206,7 +221,7 @@ class AnalysisDock(QtWidgets.QDockWidget):
             return None
 
     def on_screen(self) -> bool:
-        return self.isVisible() and not self.visibleRegion().isEmpty()
+        return on_screen(self)
 
     # ==== closing ==============================================================================
     def shutdown(self) -> None:

@@ -45,6 +45,7 @@ from vispy import gloo, scene
 from vispy.visuals.visual import CompoundVisual
 
 from latticelab.render.plots import paint_requests_held
+from latticelab.render.vispy_speedups import layout_pending   # (installed with latticelab.render)
 
 _BLIT_VERT = """
 attribute vec2 a_position;
@@ -82,6 +83,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self._picture = None            # the colour texture of _fbo
         self._back = None               # (framebuffer, texture) a spread rebuild draws into (_Rebuild)
         self._rebuild = None            # the whole picture being drawn anew over several draws, or None
+        self._laying_out = False        # the grids are being laid out at a new size, over several draws
         self._blit = None
         self._layout = None             # where the visible regions were when the cache was drawn (_placement)
         self._rects: dict = {}          # node -> its pixel rectangle, for that layout
@@ -127,7 +129,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
             return False
         if self._layout is None:
             return any(_visible(n) for n in self._regions)
-        return self._rebuild is not None or any(_visible(n) for n in self._stale)
+        return self._laying_out or self._rebuild is not None or any(_visible(n) for n in self._stale)
 
     def _on_new_context(self, event=None) -> None:
         """The canvas was given a GL context: at its first show, and again whenever its widget moved to another
@@ -143,6 +145,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
                 if framebuffer is not None:
                     forget_framebuffer(framebuffer)
             self._fbo, self._back, self._rebuild, self._layout = None, None, None, None
+            self._laying_out = False
 
     # ---- drawing ---------------------------------------------------------------------------------
     def draw_visual(self, visual, event=None):
@@ -153,6 +156,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
         regions = [n for n in self._regions if _visible(n)] if self.caching else []
         if not regions:
             self.last_draw = {"full": False, "regions": 0}
+            self._laying_out = False
             return super().draw_visual(visual, event)
         self.set_current()
         size = tuple(int(v) for v in self.physical_size)
@@ -166,13 +170,19 @@ class RegionCachedCanvas(scene.SceneCanvas):
             # picture: it is drawn anew into a second buffer, a budget's worth of regions per draw, and the one
             # on screen (the old picture; the background before the first) stays until then
             if self._rebuild is None or placement != self._rebuild.placement:
-                self._lay_out()
+                # laying the grids out at a new size costs a few ms a grid (the Signal dock's five at its first
+                # show: 32 ms on llvmpipe); spread too, the old picture shown until it is done
+                self._laying_out = not self._lay_out(self.budget_s)
+                if self._laying_out:
+                    self.last_draw = {"full": False, "regions": 0, "laying out": True}
+                    self._show_picture()
+                    return
                 placement = self._placement(regions)
             if placement != self._layout:
                 self._spread_rebuild(regions, placement)
                 self._show_picture()
                 return
-        self._rebuild = None
+        self._rebuild, self._laying_out = None, False
         if placement != self._layout:
             self._draw_all()
             # the draw laid the grids out: where the regions are now, as the cache holds them
@@ -196,12 +206,15 @@ class RegionCachedCanvas(scene.SceneCanvas):
             self.last_draw = {"full": False, "regions": drawn}
         self._show_picture()
 
-    def _lay_out(self) -> None:
+    def _lay_out(self, budget_s: float | None = None) -> bool:
         """Let every visible grid place its cells, top down, as a draw of the scene would (vispy_speedups makes
-        this cheap for a grid whose rectangle and solver did not change)."""
+        this cheap for a grid whose rectangle and solver did not change). With ``budget_s``, stop once that much
+        time is spent (after at least one grid placed its cells) and return False: the next call goes on where it
+        stopped, the grids laid out already being skipped as unchanged. Returns True when every grid is laid out."""
         hidden = None
-        for node, start in self._generate_draw_order(self.scene):
-            if not start:
+        start = time.perf_counter()
+        for node, entering in self._generate_draw_order(self.scene):
+            if not entering:
                 if node is hidden:
                     hidden = None
                 continue
@@ -210,7 +223,11 @@ class RegionCachedCanvas(scene.SceneCanvas):
             if not node.visible:
                 hidden = node
             elif isinstance(node, scene.widgets.Grid):
+                placed = layout_pending(node)
                 node._update_child_widget_dim()
+                if placed and budget_s is not None and time.perf_counter() - start > budget_s:
+                    return False
+        return True
 
     def _spread_rebuild(self, regions, placement) -> None:
         """One draw's share of drawing the whole picture anew into the back buffer: its first draw clears the

@@ -127,15 +127,21 @@ def _layout_key(grid) -> tuple:
             tuple(grid.grid_size))
 
 
+def layout_pending(grid) -> bool:
+    """Whether ``grid._update_child_widget_dim()`` would place its cells (not skip them as unchanged)."""
+    state = vars(grid)           # VisPy's visuals refuse new attributes
+    return (grid._need_solver_recreate or state.get("_latticelab_layout_key") != _layout_key(grid)
+            or state.get("_latticelab_layout_solver") is not getattr(grid, "_solver", None))
+
+
 def _layout_only_when_changed(original):
     """Grid._update_child_widget_dim, skipped while the solver is the same object, needs no rebuilding, and the
     layout key is the one of the last full run."""
     def _update_child_widget_dim(self):
-        key = _layout_key(self)
-        state = vars(self)       # VisPy's visuals refuse new attributes
-        if (not self._need_solver_recreate and state.get("_latticelab_layout_key") == key
-                and state.get("_latticelab_layout_solver") is getattr(self, "_solver", None)):
+        if not layout_pending(self):
             return
+        key = _layout_key(self)
+        state = vars(self)
         original(self)
         state["_latticelab_layout_key"] = key
         state["_latticelab_layout_solver"] = getattr(self, "_solver", None)

@@ -61,6 +61,26 @@ def test_signal_dock_redraws_a_budget_at_a_time_and_ends_with_the_whole_picture(
     assert float((np.abs(shown - whole).max(axis=2) > 8).mean()) < 0.001
 
 
+def test_signal_dock_first_shown_lays_its_grids_out_over_paints_then_draws_the_whole_picture(make_window, qtbot,
+                                                                                            monkeypatch):
+    """The dock's first paint at its size on screen lays its plots' grids out (about 30 ms for five on llvmpipe):
+    with a budget that is spread over paints too, a grid or more per paint, before the picture is drawn a region
+    or more per paint; what ends on screen is what a whole draw gives."""
+    from gui_helpers import on_screen
+    from latticelab.app import analysis_dock
+    monkeypatch.setattr(analysis_dock, "DOCK_DRAW_BUDGET_S", 0.0)    # one grid, then one region, per paint
+    window = cortex_window(make_window, qtbot)
+    canvas = window.signal_panel.canvas
+    kinds = []
+    canvas.events.draw.connect(lambda event: kinds.append(
+        "layout" if canvas.last_draw.get("laying out") else "regions"), position="last")
+    qtbot.waitUntil(lambda: not canvas.stale and window.signal_panel._drawn is not None, timeout=20000)
+    assert kinds.count("layout") >= 2 and "regions" in kinds   # (paints before this hook may have laid out too)
+    shown = on_screen(canvas)
+    whole = canvas.render(alpha=False)[..., :3].astype(int)
+    assert float((np.abs(shown - whole).max(axis=2) > 8).mean()) < 0.001
+
+
 def test_signal_dock_draws_the_eeg_and_its_qeeg(make_window, qtbot):
     window = cortex_window(make_window, qtbot)
     panel = window.signal_panel
