@@ -126,11 +126,19 @@ def traced_application(tracer: Tracer):
     """A QApplication whose ``notify`` times each top-level event (receiver and event type)."""
     from PySide6 import QtCore, QtWidgets
 
+    _NESTED = (QtCore.QEvent.Type.Paint, QtCore.QEvent.Type.Resize, QtCore.QEvent.Type.Show)
+
     class TracedApplication(QtWidgets.QApplication):
         def notify(self, receiver, event):
-            if tracer._depth:
-                return super().notify(receiver, event)
             kind = event.type()
+            if tracer._depth:
+                # inside an event: only what Qt does to the GL canvases (their paints within the window's paint,
+                # their resizes), to tell their share of an UpdateRequest from Qt's composition of the window
+                if kind in _NESTED and isinstance(receiver, QtWidgets.QWidget) \
+                        and receiver.objectName().endswith("canvas"):
+                    with tracer.span(f"{kind.name} -> {receiver.objectName()}"):
+                        return super().notify(receiver, event)
+                return super().notify(receiver, event)
             name = type(receiver).__name__
             if isinstance(receiver, QtCore.QObject):
                 name += f" {receiver.objectName()}" if receiver.objectName() else ""
