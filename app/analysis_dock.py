@@ -129,6 +129,22 @@ def paint_only_when_shown(canvas: scene.SceneCanvas) -> None:
         original(node)
 
     canvas.update = update
+    # found as soon as the canvas is placed in a dock (not at its first update, which may come much later: the
+    # Graph dock's canvas is updated only when a graph is measured)
+    canvas.native.installEventFilter(_WhenPlaced(canvas.native, shown))
+
+
+class _WhenPlaced(QtCore.QObject):
+    """Calls ``placed()`` when the watched widget gets a new parent or is shown."""
+
+    def __init__(self, widget: QtWidgets.QWidget, placed: Callable[[], object]):
+        super().__init__(widget)
+        self._placed = placed
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() in (QtCore.QEvent.Type.ParentChange, QtCore.QEvent.Type.Show):
+            self._placed()
+        return False
 
 
 class SteadyLabel(QtWidgets.QLabel):
@@ -346,6 +362,7 @@ class CapabilityDock(AnalysisDock):
             self.available = available
             if available:
                 self._plots()
+                self._take_a_tabs_size()
                 with self._blank_while_placed():
                     self.show()
                     if self.RAISE_WHEN_AVAILABLE:
@@ -360,6 +377,20 @@ class CapabilityDock(AnalysisDock):
                 # the live plots take its place, not whichever tab Qt picks (a dock shown for the first time
                 # draws its canvas for the first time: hundreds of ms on a software renderer)
                 plots.raise_()
+
+    def _take_a_tabs_size(self) -> None:
+        """Before it is shown as a tab of a group on screen: take the size of the group's current tab, which it
+        gets once shown. Shown at another size, Qt laid its widgets out twice (the canvas at its least size, then
+        at the tab's), and a GL canvas is painted at each resize (Qt's QOpenGLWidget does: 13-14 ms each on the
+        H100 in a switch to the cortex, bench window --trace)."""
+        window = self.window
+        plots = getattr(window, "plot_dock", None)     # the group install_dock put it in (a hidden dock has none)
+        group = window.tabifiedDockWidgets(self) or ([plots] if isinstance(plots, QtWidgets.QDockWidget) else [])
+        for other in group:
+            if on_screen(other):
+                self.resize(other.size())
+                self.layout().activate()        # its widgets placed now, hidden: one resize event each at the show
+                return
 
     @contextlib.contextmanager
     def _blank_while_placed(self):

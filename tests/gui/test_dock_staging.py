@@ -136,3 +136,53 @@ def test_the_start_up_freeze_lets_go_of_a_first_model_in_a_reference_cycle(make_
         assert gc.get_freeze_count() > 0            # frozen again after that one collection
     finally:
         gc.unfreeze()
+
+
+class CanvasEvents:
+    """Resize and Paint events of the dock canvases, by canvas name (an application-wide event filter)."""
+
+    def __init__(self):
+        from PySide6 import QtCore, QtWidgets
+
+        class Filter(QtCore.QObject):
+            def eventFilter(inner, watched, event):
+                kind = event.type()
+                if (kind in (QtCore.QEvent.Type.Resize, QtCore.QEvent.Type.Paint)
+                        and isinstance(watched, QtWidgets.QWidget) and watched.objectName().endswith("_canvas")):
+                    self.events.append((watched.objectName(), kind.name,
+                                        (event.size().width(), event.size().height())
+                                        if kind == QtCore.QEvent.Type.Resize else None))
+                return False
+
+        self.events: list[tuple[str, str, tuple | None]] = []
+        self.filter = Filter()
+        QtWidgets.QApplication.instance().installEventFilter(self.filter)
+
+    def stop(self) -> None:
+        from PySide6 import QtWidgets
+        QtWidgets.QApplication.instance().removeEventFilter(self.filter)
+
+    def of(self, name: str, kind: str) -> list:
+        return [size for canvas, k, size in self.events if canvas == name and k == kind]
+
+
+def test_a_dock_shown_as_a_tab_is_laid_out_once_and_the_tabs_behind_are_not_painted(window, qtbot, monkeypatch):
+    """Qt's QOpenGLWidget paints at every resize, and Qt paints every GL widget of a tab group it lays out again.
+    The Signal dock, shown as a tab of the live plots' group, takes that tab's size first: its canvas is resized
+    once, to its size on screen; the Spectrum and Graph docks' canvases behind other tabs get no paint."""
+    window.show()
+    qtbot.waitUntil(lambda: window.plot_dock.visibleRegion().isEmpty() is False, timeout=10000)
+    behind = [d for d in (window.spectral_panel, window.graph_panel) if d.isVisible() and d.visibleRegion().isEmpty()]
+    assert behind, "the Spectrum and Graph docks should be tabs behind the live plots"
+    events = CanvasEvents()
+    try:
+        switch_and_record(window, qtbot, monkeypatch, "cortex")
+        panel = window.signal_panel
+        qtbot.waitUntil(lambda: panel.on_screen() and panel._drawn is not None, timeout=20000)
+        qtbot.wait(200)
+    finally:
+        events.stop()
+    native = panel.canvas.native
+    assert events.of("signal_canvas", "Resize") == [(native.width(), native.height())]
+    for dock in behind:
+        assert not events.of(dock.canvas.native.objectName(), "Paint"), dock.objectName()
