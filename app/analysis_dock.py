@@ -102,11 +102,11 @@ def paint_only_when_shown(canvas: scene.SceneCanvas) -> None:
             return True                     # not in a dock (yet): as VisPy would
         if held["dock"] is None:
             held["dock"] = dock
-            dock.visibilityChanged.connect(placed)
+            dock.visibilityChanged.connect(seen_changed)
             canvas.native.setUpdatesEnabled(on_screen(dock))
         return on_screen(dock)
 
-    def placed(visible: bool) -> None:
+    def seen_changed(visible: bool) -> None:
         # Qt itself paints every GL widget of a tab group when it lays the group out again (a dock added to it,
         # raised or removed), those behind the current tab too: 10-14 ms each on the H100 and on llvmpipe, in the
         # paint of the window that showed the Signal dock in a switch to the cortex (bench window --trace). Its
@@ -384,8 +384,13 @@ class CapabilityDock(AnalysisDock):
         at the tab's), and a GL canvas is painted at each resize (Qt's QOpenGLWidget does: 13-14 ms each on the
         H100 in a switch to the cortex, bench window --trace)."""
         window = self.window
+        if self.isFloating():
+            return                                     # its own window keeps the size the user gave it
         plots = getattr(window, "plot_dock", None)     # the group install_dock put it in (a hidden dock has none)
-        group = window.tabifiedDockWidgets(self) or ([plots] if isinstance(plots, QtWidgets.QDockWidget) else [])
+        group = window.tabifiedDockWidgets(self)
+        if not group and isinstance(plots, QtWidgets.QDockWidget) and not plots.isFloating() \
+                and window.dockWidgetArea(plots) == window.dockWidgetArea(self):
+            group = [plots]
         for other in group:
             if on_screen(other):
                 self.resize(other.size())

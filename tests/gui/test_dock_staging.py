@@ -186,3 +186,20 @@ def test_a_dock_shown_as_a_tab_is_laid_out_once_and_the_tabs_behind_are_not_pain
     assert events.of("signal_canvas", "Resize") == [(native.width(), native.height())]
     for dock in behind:
         assert not events.of(dock.canvas.native.objectName(), "Paint"), dock.objectName()
+
+
+def test_a_floating_dock_shown_again_keeps_the_size_the_user_gave_it(window, qtbot, monkeypatch):
+    switch_and_record(window, qtbot, monkeypatch, "cortex")
+    panel = window.signal_panel
+    qtbot.waitUntil(lambda: panel.isVisible(), timeout=20000)
+    panel.setFloating(True)
+    panel.resize(480, 520)
+    qtbot.wait(300)
+    size = (panel.width(), panel.height())
+    assert size != (window.plot_dock.width(), window.plot_dock.height())
+    switch_and_record(window, qtbot, monkeypatch, "ising")
+    qtbot.waitUntil(lambda: panel.isHidden(), timeout=20000)
+    switch_and_record(window, qtbot, monkeypatch, "cortex")
+    qtbot.waitUntil(lambda: panel.isVisible(), timeout=20000)
+    qtbot.wait(100)
+    assert panel.isFloating() and (panel.width(), panel.height()) == size
