@@ -417,13 +417,22 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.info.setText(text)
 
     def _set_dimension(self, ndim: int) -> None:
-        if self._spectrum_view is not None and self._spectrum_ndim == ndim:
+        for _ in self._dimension_steps(ndim):
+            pass
+
+    def _dimension_steps(self, ndim: int):
+        """Make the spectrum view for ``ndim`` in two steps (its ViewBox, then its visuals: 10-25 ms each on
+        llvmpipe), so the hidden dock's preparation takes them in separate slices."""
+        view = self._spectrum_view
+        if view is not None and self._spectrum_ndim == ndim and view.view is self.main_cell:
             return
-        # a fresh ViewBox for the new kind of view (image or 3D), in the same grid cell
+        # a fresh ViewBox for the new kind of view (image or 3D), in the same grid cell; until the view is made in
+        # it, the old view (no longer drawn) takes what may come for it
         self.grid.remove_widget(self.main_cell)
         self.main_cell.parent = None
         self.main_cell = self.grid.add_view(row=0, col=0, row_span=2, bgcolor=(0, 0, 0, 1))
         self.main_cell.stretch = (1.4, 1)
+        yield "view box"
         with one_font_manager(self._fonts):
             self._spectrum_view = (SpectrumImageView(self.main_cell) if ndim == 2
                                    else SpectrumIsoView(self.main_cell, max_faces=self.max_faces(),
@@ -560,7 +569,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
                     font[char]                  # rendered into the font's atlas now, not at a draw
                 yield "glyphs"
         if self._spectrum_ndim != ndim:
-            self._set_dimension(ndim)
+            for piece in self._dimension_steps(ndim):
+                yield f"{ndim}D {piece}"
             yield f"{ndim}D view"
         if native.isValid():
             for drawn in warm_up_steps(canvas, canvas.scene):

@@ -60,6 +60,11 @@ class Tracer:
         from latticelab.render.cached_canvas import RegionCachedCanvas
         self.wrap(RegionCachedCanvas, "_draw_all", "whole scene into the cache")
         self.wrap(RegionCachedCanvas, "_draw_region", lambda c: "a region into the cache")
+        self.wrap(RegionCachedCanvas, "_lay_out", lambda c, *a: "lay the grids out")
+        self.wrap(RegionCachedCanvas, "_spread_rebuild", lambda c, *a: "a share of a spread redraw")
+        from latticelab.app.spectral_panel import SpectralPanel
+        self.wrap(SpectralPanel, "_prepare_tick", "spectrum dock: preparing while hidden")
+        self.wrap(SpectralPanel, "request", "spectrum dock: request")
         self.wrap(CapabilityDock, "refresh", lambda d: f"refresh {d.objectName()}")
         # the frame tick's parts, on the classes: the timer is connected to the bound method when the window
         # is made, so an instance attribute set afterwards would never be called

@@ -94,6 +94,27 @@ def test_the_hidden_spectrum_dock_is_prepared_a_few_steps_per_tick(make_window, 
     assert all(c in font._glyphs for c in "|FFT| of spins, box edge")
 
 
+def test_the_spectrum_view_of_another_dimension_is_made_in_two_steps_and_a_dropped_one_is_made_again(make_window,
+                                                                                                     qtbot):
+    """The view for another dimension is made a piece per preparation step (its ViewBox, then its visuals); a
+    preparation dropped between them (the dock shown meanwhile) leaves the grid's cell empty, and the next
+    ``_set_dimension`` makes the view in it, even for the dimension the old view had."""
+    from latticelab.render.isosurface import SpectrumIsoView
+    window, panel = _spectrum_window(make_window, qtbot, dim=2, L=16)
+    panel.prepare_timer.stop()
+    panel._set_dimension(2)
+    old_view, old_cell = panel._spectrum_view, panel.main_cell
+    steps = panel._dimension_steps(3)
+    assert next(steps) == "view box"
+    assert panel.main_cell is not old_cell and panel._spectrum_view is old_view    # the old view until the new one
+    assert list(steps) == [] and isinstance(panel._spectrum_view, SpectrumIsoView)
+    steps = panel._dimension_steps(2)
+    next(steps)                                     # dropped after its ViewBox
+    panel._set_dimension(3)                         # the dimension of the view in hand: made again all the same
+    assert isinstance(panel._spectrum_view, SpectrumIsoView) and panel._spectrum_view.view is panel.main_cell
+    assert panel.main_cell.parent is not None       # the view is in the grid, not in a ViewBox taken out of it
+
+
 def test_a_new_spectrum_is_shown_a_piece_per_draw(make_window, qtbot):
     window, panel = _spectrum_window(make_window, qtbot, dim=2, L=32)
     panel.show()
