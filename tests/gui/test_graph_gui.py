@@ -104,7 +104,8 @@ def test_the_edges_are_read_off_the_gui_thread_while_it_says_computing(make_wind
         assert panel.refresh(force=True)
         assert panel.info.text() == graph_panel.COMPUTING_TEXT     # until the numbers come
         assert readers == [] or threading.main_thread() not in readers
-        qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
+        # the worker's result comes before its thread has finished (then the next refresh can start one)
+        qtbot.waitUntil(lambda: panel.result is not None and panel._measure_worker is None, timeout=30000)
         assert "256 vertices" in panel.info.text()
     # the process read them in its own copy of the model; the worker thread read them here, off the GUI thread
     assert readers and threading.main_thread() not in readers
