@@ -25,6 +25,7 @@ from latticelab.render.plots import one_font_manager, paint_requests_held, warm_
 PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
 DOCK_DRAW_BUDGET_S = 0.006   # a cached dock canvas draws this much of a redraw per paint (at least one region)
 PLACEMENT_SPACING_S = 0.06   # after a dock appeared or went, the next one appears this much later (a few frames)
+CANVAS_AFTER_DOCK_MS = 20    # a dock's canvas is shown this long after the dock (a paint of the window between)
 RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
 
 
@@ -409,6 +410,15 @@ class CapabilityDock(AnalysisDock):
             yield
             return
         scene.visible = False
+        # The canvas itself comes a moment after the dock (keeping its place in the layout meanwhile): Qt's paint
+        # of the window that shows the dock then composes its other widgets only, and the canvas's first resize
+        # and paint fall into a later one (on the H100 the two together made a 60-80 ms gap of a switch to the
+        # cortex, bench window --trace).
+        native = self.canvas.native
+        policy = native.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        native.setSizePolicy(policy)
+        native.hide()
         try:
             yield
         finally:
@@ -417,7 +427,12 @@ class CapabilityDock(AnalysisDock):
             with paint_requests_held(self.canvas):
                 scene.visible = True
             # with the dock as context: not called if the dock is gone by then (a window closed meanwhile)
-            QtCore.QTimer.singleShot(0, self, self._draw_now)
+            QtCore.QTimer.singleShot(CANVAS_AFTER_DOCK_MS, self, self._show_canvas)
+
+    def _show_canvas(self) -> None:
+        if self.canvas is not None:
+            self.canvas.native.show()
+        self._draw_now()
 
     def _draw_now(self) -> None:
         if self.refresh(force=True) or self.canvas is None:

@@ -169,20 +169,30 @@ class CanvasEvents:
 def test_a_dock_shown_as_a_tab_is_laid_out_once_and_the_tabs_behind_are_not_painted(window, qtbot, monkeypatch):
     """Qt's QOpenGLWidget paints at every resize, and Qt paints every GL widget of a tab group it lays out again.
     The Signal dock, shown as a tab of the live plots' group, takes that tab's size first: its canvas is resized
-    once, to its size on screen; the Spectrum and Graph docks' canvases behind other tabs get no paint."""
+    once, to its size on screen, and shown a moment after the dock (so the paint of the window that shows the dock
+    is not also the canvas's first); the Spectrum and Graph docks' canvases behind other tabs get no paint."""
     window.show()
     qtbot.waitUntil(lambda: window.plot_dock.visibleRegion().isEmpty() is False, timeout=10000)
     behind = [d for d in (window.spectral_panel, window.graph_panel) if d.isVisible() and d.visibleRegion().isEmpty()]
     assert behind, "the Spectrum and Graph docks should be tabs behind the live plots"
+    panel = window.signal_panel
+    show_for, canvas_seen = panel._show_for, []
+
+    def recorded(available):
+        show_for(available)
+        if available and panel.isVisible() and not canvas_seen:
+            canvas_seen.append(panel.canvas.native.isVisible())
+
+    monkeypatch.setattr(panel, "_show_for", recorded)
     events = CanvasEvents()
     try:
         switch_and_record(window, qtbot, monkeypatch, "cortex")
-        panel = window.signal_panel
         qtbot.waitUntil(lambda: panel.on_screen() and panel._drawn is not None, timeout=20000)
         qtbot.wait(200)
     finally:
         events.stop()
     native = panel.canvas.native
+    assert canvas_seen == [False] and native.isVisible()    # the canvas came after the dock, in a later paint
     assert events.of("signal_canvas", "Resize") == [(native.width(), native.height())]
     for dock in behind:
         assert not events.of(dock.canvas.native.objectName(), "Paint"), dock.objectName()

@@ -34,7 +34,9 @@ def cortex_window(make_window, qtbot):
     window.prefs.set_model_values("cortex", cortex.Params.create(**SMALL_CORTEX))
     assert window.switch_model("cortex")
     assert window.model.shape == (16, 16)
-    qtbot.waitUntil(lambda: window.signal_panel.on_screen(), timeout=15000)
+    # the dock's canvas comes a paint of the window after the dock (app/analysis_dock.py CANVAS_AFTER_DOCK_MS)
+    qtbot.waitUntil(lambda: window.signal_panel.on_screen() and window.signal_panel.canvas.native.isVisible(),
+                    timeout=15000)
     return window
 
 
