@@ -272,18 +272,16 @@ def _parsed_variables(source: str) -> dict:
     first draw on llvmpipe (an 80 kB source). The same cut, line by line, takes 0.3 ms."""
     code = "\n".join(line[:line.rfind("//")] if "//" in line else line for line in source.split("\n"))
     variables = {}
-    for kind, pattern in _DECLARATIONS:
-        kind = {"in": "attribute", "out": "varying"}.get(kind, kind)
+    for keyword, pattern in _DECLARATIONS:
+        kind = {"in": "attribute", "out": "varying"}.get(keyword, keyword)     # GLSL 1.3 names, as VisPy files them
         for m in pattern.finditer(code):
             gtype, name = m.group("type"), m.group("name")
             size = int(m.group("size")) if m.group("size") else -1
-            this_kind = kind
-            if size >= 1:          # a uniform array: each element, and the whole
+            if size >= 1:          # an array: each element, and the whole
                 for i in range(size):
                     element = f"{name}[{i}]"
                     variables[element] = kind, gtype, element, -1
-                this_kind = "uniform_array"
-            variables[name] = this_kind, gtype, name, size
+            variables[name] = ("uniform_array" if size >= 1 else kind), gtype, name, size
     return variables
 
 
