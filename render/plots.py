@@ -43,6 +43,9 @@ X_AXIS = "time axis"   # the key of the shared time axis's region (a series' reg
 # a y axis, half a wide label beyond those of the time axis (a region's rectangle includes this, cached_canvas)
 Y_AXIS_SPILL = (0, 6)
 X_AXIS_SPILL = (24, 0)
+# a title is centred on its cell and may be wider than it (a long name, running means): its region spans the
+# canvas's width (the rectangle is clamped to the canvas), so a new title leaves nothing of the old one beside it
+TITLE_SPILL = (1 << 14, 0)
 SHORT_LABEL = 18     # a longer observable label is replaced by its name on the (narrow, rotated) y axis
 
 
@@ -195,7 +198,7 @@ class LivePlots:
             yield f"{s.key}: line"
             self.grid.add_widget(cell, row=row, col=0)
             cells.append((s.key, cell))
-            self._add_region((s.key, "title"), title)
+            self._add_region((s.key, "title"), title, TITLE_SPILL)
             self._add_region((s.key, "y axis"), y_axis, Y_AXIS_SPILL)
             self._add_region((s.key, "plot"), view)
             yield f"{s.key}: placed"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from vispy import scene
 
-from latticelab.render.plots import X_AXIS_SPILL, Y_AXIS_SPILL
+from latticelab.render.plots import TITLE_SPILL, X_AXIS_SPILL, Y_AXIS_SPILL
 from latticelab.sim.analysis.spectral import SphericalMean, SphericalSummary
 from latticelab.sim.backend import to_numpy
 
@@ -137,7 +137,7 @@ class _Plot:
         # on a canvas that caches its picture (render/cached_canvas.py) each part is a region, redrawn on its own
         canvas = getattr(parent_grid, "canvas", None)
         if hasattr(canvas, "add_region"):
-            for widget, spill in ((self.title, (0, 0)), (self.y_axis, Y_AXIS_SPILL), (self.view, (0, 0)),
+            for widget, spill in ((self.title, TITLE_SPILL), (self.y_axis, Y_AXIS_SPILL), (self.view, (0, 0)),
                                   (self.x_axis, X_AXIS_SPILL)):
                 canvas.add_region(widget, spill)
         yield "x axis"

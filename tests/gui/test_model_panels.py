@@ -210,3 +210,25 @@ def test_interface_surface_lies_on_phi_zero(make_window, qtbot):
     sphere = interface_mesh(np.sqrt(x * x + y * y + z * z) - 5.0, 0.0)
     radii = np.linalg.norm(sphere.vertices - 7.5, axis=1)
     assert np.abs(radii - 5.0).max() < 0.1
+
+
+def test_a_long_title_changed_through_the_cache_leaves_nothing_of_the_old_one(make_window, qtbot):
+    """A title wider than its cell (the firing-rate plot's, with its means) is redrawn as a region of the cached
+    canvas: what is on screen afterwards is what a whole draw gives, with no piece of the old title beside it."""
+    from gui_helpers import on_screen
+    window = cortex_window(make_window, qtbot)
+    panel = window.signal_panel
+    canvas = panel.canvas
+    window.runner.advance(200)
+    assert panel.refresh(force=True)
+    while canvas.stale:
+        on_screen(canvas)
+    for text in ("firing rate (Hz per cell; mean excitatory 60.1, inhibitory 66.8) and a few more words",
+                 "f (Hz per cell; mean excitatory 1.0, inhibitory 2.0) and even more words to overflow its cell"):
+        panel.rate_plot.title.text = text
+        canvas.invalidate(panel.rate_plot.title)
+        canvas.update()
+        shown = on_screen(canvas)
+        assert not canvas.stale and canvas.last_draw["regions"] >= 1 and not canvas.last_draw.get("full")
+    whole = canvas.render(alpha=False)[..., :3].astype(int)
+    assert float((np.abs(shown[..., :3].astype(int) - whole).max(axis=2) > 8).mean()) < 0.0005
