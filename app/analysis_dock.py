@@ -20,7 +20,7 @@ from vispy import scene
 
 from latticelab.app.stepping import ModelAccess
 from latticelab.render.cached_canvas import RegionCachedCanvas
-from latticelab.render.plots import one_font_manager, paint_requests_held, warm_up_steps
+from latticelab.render.plots import one_font_manager, warm_up_steps
 
 PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
 DOCK_DRAW_BUDGET_S = 0.006   # a cached dock canvas draws this much of a redraw per paint (at least one region)
@@ -364,7 +364,7 @@ class CapabilityDock(AnalysisDock):
             if available:
                 self._plots()
                 self._take_a_tabs_size()
-                with self._blank_while_placed():
+                with self._canvas_after_dock():
                     self.show()
                     if self.RAISE_WHEN_AVAILABLE:
                         self.raise_()
@@ -399,21 +399,17 @@ class CapabilityDock(AnalysisDock):
                 return
 
     @contextlib.contextmanager
-    def _blank_while_placed(self):
-        """Showing a dock, and raising it above the other tabs, each make Qt paint its GL canvas at once, inside
-        the call (measured: two whole draws of the Signal dock, 100-150 ms each on llvmpipe, in the frame of a
-        switch to the cortex). Its scene is hidden meanwhile, so those paints only clear the canvas; the one
-        real draw follows in a later event-loop iteration, with the model's data (a draw asked for at once would
-        show the plots still empty, and the data would cost a second whole draw)."""
-        scene = self.canvas.scene if self.canvas is not None else None
-        if scene is None or not scene.visible:
+    def _canvas_after_dock(self):
+        """Showing a dock, and raising it above the other tabs, each made Qt paint its GL canvas at once, inside
+        the call (two whole draws of the Signal dock, 100-150 ms each on llvmpipe, in the frame of a switch to the
+        cortex), and the window's paint that shows the dock held the canvas's first resize and paint as well (on
+        the H100 the two together made a 60-80 ms gap of that switch, bench window --trace). The canvas is hidden
+        meanwhile, keeping its place in the layout, and shown ``CANVAS_AFTER_DOCK_MS`` later: its first resize
+        and paint fall into a later paint of the window, and its one draw is with the model's data (a draw asked
+        for at once would show the plots still empty, and the data would cost a second whole draw)."""
+        if self.canvas is None:
             yield
             return
-        scene.visible = False
-        # The canvas itself comes a moment after the dock (keeping its place in the layout meanwhile): Qt's paint
-        # of the window that shows the dock then composes its other widgets only, and the canvas's first resize
-        # and paint fall into a later one (on the H100 the two together made a 60-80 ms gap of a switch to the
-        # cortex, bench window --trace).
         native = self.canvas.native
         policy = native.sizePolicy()
         policy.setRetainSizeWhenHidden(True)
@@ -422,10 +418,6 @@ class CapabilityDock(AnalysisDock):
         try:
             yield
         finally:
-            # visible again at once (a render() right after the switch shows the plots), asking for no paint:
-            # the data's draw below makes the one paint
-            with paint_requests_held(self.canvas):
-                scene.visible = True
             # with the dock as context: not called if the dock is gone by then (a window closed meanwhile)
             QtCore.QTimer.singleShot(CANVAS_AFTER_DOCK_MS, self, self._show_canvas)
 

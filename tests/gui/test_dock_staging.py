@@ -70,8 +70,9 @@ def test_a_model_docks_plots_are_made_and_drawn_ahead_of_the_swap(window, qtbot,
 
 
 def test_showing_a_dock_paints_no_whole_scene_inside_the_switch(window, qtbot, monkeypatch):
-    """Qt may paint a GL canvas at once when its dock is shown and again when it is raised; such paints happen
-    with the scene hidden (only a clear). Until the model's data is drawn, a paint draws no whole scene either:
+    """Qt paints a GL canvas at once when its dock is shown and again when it is raised; the canvas is hidden
+    through both (app/analysis_dock.py ``_canvas_after_dock``), so nothing of its scene is drawn inside them.
+    Until the model's data is drawn, a paint draws no whole scene either:
     the Signal dock's canvas draws its first picture a budget's worth of regions per paint
     (app/analysis_dock.py make_canvas(cached=True); a paint can come before the data when the first refresh
     waits for a batch of steps in flight)."""
@@ -95,8 +96,6 @@ def test_showing_a_dock_paints_no_whole_scene_inside_the_switch(window, qtbot, m
     monkeypatch.setattr(panel, "_show_for", recorded)
     switch_and_record(window, qtbot, monkeypatch, "cortex")
     qtbot.waitUntil(lambda: any(visible and data for _inside, visible, data, _full in draws), timeout=10000)
-    # Qt painted the canvas inside the show and the raise until a dock's canvas took no paint events while it was
-    # not seen (paint_only_when_shown); any paint there may only clear
     assert not any(during and visible for during, visible, _data, _full in draws)
     assert not any(visible and not data and full for _during, visible, data, full in draws)
 
