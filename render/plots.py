@@ -415,7 +415,9 @@ def paint_requests_held(canvas):
 
 
 def warm_up_steps(canvas, node, size: int = 16):
-    """``warm_up``, one drawn visual at a time: yields the name of each after drawing it."""
+    """``warm_up``, one drawn piece at a time: yields the name of each after drawing it. A compound visual (an
+    axis: its lines and two texts; a label: its text) is drawn a part at a time, so that no step compiles more
+    than one program (a whole axis was the longest staged step: 17-29 ms on llvmpipe and on the H100's host)."""
     from vispy import gloo
     drawn, invisible = [], None
     for each, start in canvas._generate_draw_order(node):
@@ -429,27 +431,56 @@ def warm_up_steps(canvas, node, size: int = 16):
             invisible = None
     fbo = None
     for each in drawn:
-        canvas.set_current()
-        if fbo is None:
+        parts = _draw_parts(each, type(each).__name__)
+        while True:
+            canvas.set_current()
             # The canvas's own size: VisPy then maps the canvas to the FBO exactly as to the screen, so the push
-            # and pop below leave every transform as it is. A smaller FBO changed the mapping both ways, and
-            # each change went through all the canvas's visuals (some 350 transform updates, 1,700 events:
-            # 75 ms of a 110-135 ms staged step on llvmpipe, cProfile). ``size`` is the least side.
+            # and pop below leave every transform as it is. An FBO of another size changes the mapping both
+            # ways, and each change goes through all the canvas's visuals (some 350 transform updates, 1,700
+            # events: 75 ms of a 110-135 ms staged step on llvmpipe, cProfile); so the FBO follows the canvas
+            # when it is resized between steps (a hidden dock takes its tab's size). ``size`` is the least side.
             width, height = (max(int(v), size) for v in canvas.physical_size)
-            fbo = gloo.FrameBuffer(color=gloo.RenderBuffer((height, width)),
-                                   depth=gloo.RenderBuffer((height, width)))
-        # held around the push, the draw and the pop: whatever they update (a visual's data, the mapping
-        # should the canvas have been resized since the FBO was made) must not schedule a full paint of the
-        # canvas after each step (a hidden dock's canvas was painted some 20 times, 50 ms each on llvmpipe)
-        with paint_requests_held(canvas):
-            canvas.push_fbo(fbo, (0, 0), canvas.size)
-            try:
-                each.draw()
-                canvas.context.flush_commands()
-            finally:
-                canvas.pop_fbo()
-        canvas.context.flush_commands()
-        yield type(each).__name__
+            if fbo is None:
+                fbo = gloo.FrameBuffer(color=gloo.RenderBuffer((height, width)),
+                                       depth=gloo.RenderBuffer((height, width)))
+            elif fbo.color_buffer.shape[:2] != (height, width):
+                fbo.resize((height, width))
+            # held around the push, the draw and the pop: whatever they update (a visual's data, the mapping
+            # should the canvas have been resized since the FBO was made) must not schedule a full paint of the
+            # canvas after each step (a hidden dock's canvas was painted some 20 times, 50 ms each on llvmpipe)
+            with paint_requests_held(canvas):
+                canvas.push_fbo(fbo, (0, 0), canvas.size)
+                try:
+                    name = next(parts, None)      # draws the next part (a compound's prepare runs before its first)
+                    canvas.context.flush_commands()
+                finally:
+                    canvas.pop_fbo()
+            canvas.context.flush_commands()
+            if name is None:
+                break
+            yield name
+
+
+def _draw_parts(visual, name: str):
+    """Draw ``visual`` as its own ``draw()`` would, a part per ``next``: yields a name after each part drawn. A
+    compound visual whose draw is VisPy's (prepare, then each visible subvisual) is split into its subvisuals,
+    recursively; any other visual is one part."""
+    from vispy.scene.visuals import VisualNode
+    from vispy.visuals.visual import CompoundVisual
+    draw = type(visual).draw
+    if draw is VisualNode.draw:          # a scene node's draw: its visual class's (no picking while warming up)
+        draw = visual._visual_superclass.draw
+    if not isinstance(visual, CompoundVisual) or draw is not CompoundVisual.draw:
+        visual.draw()
+        yield name
+        return
+    if not visual.visible or visual._prepare_draw(view=visual) is False:
+        return
+    parts = [part for part in visual._subvisuals if part.visible]
+    if not parts:             # its prepare (a grid's layout) is a step of its own
+        yield name
+    for part in parts:
+        yield from _draw_parts(part, f"{name} {type(part).__name__}")
 
 
 @contextlib.contextmanager

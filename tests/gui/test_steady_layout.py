@@ -60,7 +60,8 @@ def test_warm_up_draws_do_not_schedule_a_paint(qtbot):
     qtbot.wait(100)
     draws.clear()
     names = list(warm_up_steps(canvas, canvas.scene))
-    assert "Line" in names and "Text" in names
+    # a compound visual is drawn a part at a time (a Line: its GL line), named after both
+    assert "Line _GLLineVisual" in names and "Text" in names
     assert not canvas._update_pending           # nothing asked VisPy for a paint
     qtbot.wait(200)
     assert draws == []
@@ -99,3 +100,32 @@ def test_a_dock_behind_another_tab_is_not_painted_until_brought_to_the_front(qtb
     assert draws[1] == []                                   # held while behind the other tab
     docks[1].raise_()
     qtbot.waitUntil(lambda: len(draws[1]) >= 1, timeout=5000)   # painted once it is in front
+
+
+def test_warm_up_draws_an_axis_a_part_at_a_time_and_keeps_the_canvas_mapping_through_a_resize(qtbot):
+    """A staged step compiles at most one program: a compound visual (an axis: lines, tick labels, its label)
+    is drawn a part at a time. Its offscreen buffer has the canvas's size, also after the canvas was resized
+    between two steps, so that pushing and popping it changes no transform (each change goes through every
+    visual of the canvas)."""
+    from vispy import scene
+
+    from latticelab.render.plots import warm_up_steps
+    canvas = make_canvas("probe_canvas", (300, 200), (100, 100))
+    qtbot.addWidget(canvas.native)
+    grid = canvas.central_widget.add_grid()
+    grid.add_widget(scene.AxisWidget(orientation="left", axis_label="energy"), row=0, col=0)
+    canvas.native.show()
+    qtbot.waitExposed(canvas.native)
+    steps = warm_up_steps(canvas, canvas.scene)
+    names = [next(steps)]
+    canvas.native.resize(420, 260)
+    qtbot.waitUntil(lambda: tuple(canvas.size) == (420, 260), timeout=5000)
+    changes = []
+    for transform in (canvas.transforms.canvas_transform, canvas.transforms.framebuffer_transform):
+        transform.changed.connect(lambda event: changes.append(event))
+    canvas.transforms.configure()           # the mapping of the new size, as the next paint would make it
+    changes.clear()
+    names += list(steps)
+    axis_parts = [n for n in names if n.startswith("AxisWidget")]
+    assert len(axis_parts) >= 3, names      # its line, its tick labels and its label, each a step
+    assert changes == []
