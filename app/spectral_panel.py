@@ -39,6 +39,7 @@ import collections
 import concurrent.futures
 import logging
 import string
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -529,10 +530,12 @@ class SpectralPanel(QtWidgets.QDockWidget):
             if model is None or (self._spectrum_ndim == len(model.shape) and self.prepared_steps):
                 return
             self._prepare_iter = self._prepare_steps(len(model.shape))
-        start = QtCore.QElapsedTimer()
-        start.start()
-        while self._prepare_iter is not None and (start.nsecsElapsed() < PREPARE_SLICE_S * 1e9
-                                                  or not start.nsecsElapsed()):
+        start = time.perf_counter()
+        took = 0.0
+        # at least one step; another only while one like the last still fits the slice (as app/staging.py)
+        while self._prepare_iter is not None and (took == 0.0 or time.perf_counter() - start + took
+                                                  < PREPARE_SLICE_S):
+            step_start = time.perf_counter()
             try:
                 with one_font_manager(self._fonts):
                     what = next(self._prepare_iter)
@@ -545,6 +548,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
                 self.prepared_steps.append("failed")
                 break
             self.prepared_steps.append(str(what))
+            took = max(time.perf_counter() - step_start, 1e-9)
 
     def _window_shown(self) -> bool:
         top = self.parentWidget()

@@ -4,7 +4,8 @@ Widgets and GL objects must be made on the GUI thread, and the next model's para
 long to make (on a software renderer seconds: hundreds of VisPy visuals, their shaders compiled at the first
 draw). While the model itself is built on a worker (app/preparing.py), the window hands the making of its form
 and plots here as iterators, each step one small piece (a form row, a plot's axis, one visual drawn offscreen);
-each frame-loop tick runs a slice of steps, at least one and no more than fit ``SLICE_S``. The swap waits until
+each frame-loop tick runs a slice of steps, at least one, and another only while one like the last still fits
+``SLICE_S``. The swap waits until
 the slices are done, and then only shows what is made (app/main_window.py: _poll_preparation).
 """
 from __future__ import annotations
@@ -81,7 +82,9 @@ class Staging:
             self.log.append((self.slices, key, str(what)))
             if took > self.longest[0]:
                 self.longest = (took, key, str(what))
-            if time.perf_counter() - start >= budget:
+            # no next step when one like this one would end past the budget (steps of one task take alike
+            # times): a slice then overruns only by a step longer than the one before it, not by a whole step
+            if time.perf_counter() - start + took >= budget:
                 break
         return not self._tasks
 
