@@ -212,3 +212,31 @@ def test_a_floating_dock_shown_again_keeps_the_size_the_user_gave_it(window, qtb
     qtbot.waitUntil(lambda: panel.isVisible(), timeout=20000)
     qtbot.wait(100)
     assert panel.isFloating() and (panel.width(), panel.height()) == size
+
+
+def test_the_paint_qt_makes_inside_a_dock_canvas_first_resize_draws_no_plots(window, qtbot, monkeypatch):
+    """Qt paints a GL widget inside the resize that first shows it. For a cached canvas whose first picture is
+    not begun, that paint shows the background only (render/cached_canvas.py): no grid is laid out and no plot
+    drawn inside the resize; the picture is made in the paints after it."""
+    panel = window.signal_panel
+    draws, inside = [], {"show": False}
+    show_canvas = panel._show_canvas
+
+    def recorded():
+        canvas = panel.canvas
+        canvas.events.draw.connect(lambda event: draws.append((inside["show"], dict(canvas.last_draw),
+                                                               canvas.full_draws)), position="last")
+        inside["show"] = True
+        try:
+            canvas.native.show()             # the resize (and Qt's paint inside it) happens here
+        finally:
+            inside["show"] = False
+        show_canvas()
+
+    monkeypatch.setattr(panel, "_show_canvas", recorded)
+    switch_and_record(window, qtbot, monkeypatch, "cortex")
+    qtbot.waitUntil(lambda: bool(draws) and draws[-1][2] >= 1, timeout=20000)     # its first whole picture
+    in_resize = [d for during, d, _n in draws if during]
+    assert in_resize and all(d == {"full": False, "regions": 0, "after resize": True} for d in in_resize)
+    assert not any(during for during, _d, _n in draws[len(in_resize):])
+    assert any(d.get("regions") or d.get("full") for _during, d, _n in draws)   # the picture came after
