@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 FRAME_BUDGET_S = 0.030       # simulation time per frame when "keep frames under 30 ms" is on (CPU)
 FRAME_INTERVAL_MS = 15
 PLOT_INTERVAL_S = 0.25       # the plots redraw at most this often
+STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many frames
 PLOT_DRAW_BUDGET_S = 0.006   # while running, a frame draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
 # a new model this large (its estimated bytes) is built on a worker thread (app/preparing.py); on a CUDA device a
@@ -84,6 +85,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._target_reached = []      # callbacks for the step target
         self._counters = {"steps": 0, "frames": 0, "t": time.perf_counter()}
         self._last_plot = 0.0
+        self._staging_waited = 0          # frames the staging let pass in a row (``_frame``)
         self._plot_version = -1
         self.pacer = DevicePacer()           # device frames: seconds of steps per frame (app/pacing.py)
         # On a device: draw the finished picture, then queue the next steps (see _frame)
@@ -753,7 +755,14 @@ class MainWindow(QtWidgets.QMainWindow):
     # ==== the frame loop ========================================================================
     def _frame(self) -> None:
         if self.staging.busy:
-            self.staging.run_slice()       # the next model's form and plots, a piece per frame
+            # the next model's form and plots, a piece per frame; not in a frame that paints the live plots
+            # too (the two were the longest parts of one gap in the switches on the H100, bench window
+            # --trace), but at least every STAGING_EVERY_TICKS frames
+            if self._staging_waited + 1 < STAGING_EVERY_TICKS and self._plots_paint_in_this_frame():
+                self._staging_waited += 1
+            else:
+                self._staging_waited = 0
+                self.staging.run_slice()
         elif self._poll_preparation():
             self._frame_end()              # a swap takes its own frame: the new model steps from the next one
             return
@@ -799,6 +808,12 @@ class MainWindow(QtWidgets.QMainWindow):
             self.runner.collect(wait=True)   # paused: the last frame's observables,
             self._refresh_view()             # and its state (a no-op when it is already shown)
         self._frame_end()
+
+    def _plots_paint_in_this_frame(self) -> bool:
+        """Whether this frame's end will ask for a paint of the live plots (``_frame_end``)."""
+        if not self._plots_on_screen():
+            return False
+        return time.perf_counter() - self._last_plot >= PLOT_INTERVAL_S or self.plot_canvas.stale
 
     def _frame_end(self) -> None:
         now = time.perf_counter()

@@ -91,3 +91,46 @@ def test_a_model_switch_makes_its_form_and_plots_over_many_ticks_then_swaps_in_o
     assert window.controls.form is ising_form and ising_form.isVisible()
     assert set(window.controls.form.fields) == set(get_model("ising").Params.model_fields)
     qtbot.waitUntil(lambda: window.model.step_count > 2, timeout=30000)   # and it runs
+
+
+def test_a_staging_slice_lets_a_frame_that_paints_the_live_plots_pass_but_never_two(window, qtbot, monkeypatch):
+    """A frame that will ask for a paint of the live plots runs no staging slice (the two made the longest gaps
+    of a switch together), unless the frame before it ran none either: the making ahead never stops."""
+    frames = []          # per frame while staging: (plots paint in this frame, slice run)
+    frame, plots_due = window._frame, window._plots_paint_in_this_frame
+    staging = window.staging
+    run_slice = staging.run_slice
+
+    def recorded_frame():
+        entry = {"slice": False, "due": None}
+        frames.append(entry)
+        busy = staging.busy
+
+        def due():
+            entry["due"] = plots_due()
+            return entry["due"]
+
+        def sliced(*args, **kwargs):
+            entry["slice"] = True
+            return run_slice(*args, **kwargs)
+
+        monkeypatch.setattr(window, "_plots_paint_in_this_frame", due)
+        monkeypatch.setattr(staging, "run_slice", sliced)
+        try:
+            frame()
+        finally:
+            monkeypatch.setattr(window, "_plots_paint_in_this_frame", plots_due)
+            monkeypatch.setattr(staging, "run_slice", run_slice)
+        if not busy:
+            frames.pop()
+
+    monkeypatch.setattr(window, "_frame", recorded_frame)
+    window.timer.timeout.disconnect()
+    window.timer.timeout.connect(window._frame)
+    assert window.switch_model("cahn-hilliard")
+    qtbot.waitUntil(lambda: window.model.name == "cahn-hilliard", timeout=60000)
+    assert any(f["due"] for f in frames) and any(f["slice"] for f in frames)
+    for before, now in zip(frames, frames[1:]):
+        if now["due"] and before["slice"]:
+            assert not now["slice"]          # the plots' frame is let pass...
+        assert before["slice"] or now["slice"]   # ...but never two frames in a row
