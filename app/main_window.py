@@ -31,7 +31,7 @@ from latticelab.app.qt_compat import protect_singletons, share_gl_contexts
 from latticelab.app.settings import Preferences, variant_key
 from latticelab.app.preparing import Job, ModelPreparer, current_device
 from latticelab.app import preparing
-from latticelab.app.staging import Staging
+from latticelab.app.staging import SLICE_AFTER_BUILD_S, SLICE_S, Staging
 from latticelab.app.stepping import BackgroundStepper, wants_background
 from latticelab.render import palette
 from latticelab.render.cached_canvas import RegionCachedCanvas
@@ -755,14 +755,16 @@ class MainWindow(QtWidgets.QMainWindow):
     # ==== the frame loop ========================================================================
     def _frame(self) -> None:
         if self.staging.busy:
-            # the next model's form and plots, a piece per frame; not in a frame that paints the live plots
-            # too (the two were the longest parts of one gap in the switches on the H100, bench window
-            # --trace), but at least every STAGING_EVERY_TICKS frames
-            if self._staging_waited + 1 < STAGING_EVERY_TICKS and self._plots_paint_in_this_frame():
+            # the next model's form and plots, a piece per frame. While the model is still being built (the
+            # swap waits for the build anyway) not in a frame that paints the live plots too (the two were the
+            # longest parts of one gap in the switches on the H100, bench window --trace), but at least every
+            # STAGING_EVERY_TICKS frames; once it is built, in every frame (the swap waits for the staging)
+            building = self.preparer.building()
+            if self._staging_waited + 1 < STAGING_EVERY_TICKS and building and self._plots_paint_in_this_frame():
                 self._staging_waited += 1
             else:
                 self._staging_waited = 0
-                self.staging.run_slice()
+                self.staging.run_slice(SLICE_S if building else SLICE_AFTER_BUILD_S)
         elif self._poll_preparation():
             self._frame_end()              # a swap takes its own frame: the new model steps from the next one
             return

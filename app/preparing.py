@@ -107,6 +107,10 @@ class ModelPreparer:
         job = self._next or self.job
         return job.what if job is not None else ""
 
+    def building(self) -> bool:
+        """A build runs on the worker now (not done, not only waiting to be taken by ``poll``)."""
+        return self.job is not None and not self.job.done
+
     def elapsed(self) -> float:
         return time.perf_counter() - self.job.started if self.job is not None else 0.0
 

@@ -165,9 +165,11 @@ class SignalPanel(CapabilityDock):
         render/spectral.py ``_Plot.in_steps``), once (``_plots``, or ahead: ``stage_for``): text and axes cost a
         second or more on software GL, which a window that never runs a model with a signal need not pay."""
         self.canvas = make_canvas("signal_canvas", (420, 620), (300, 360), cached=True)
+        yield "canvas"          # three steps: the canvas (its GL widget), its grid, its place in the dock
         grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
+        yield "grid"
         self._layout.insertWidget(0, self.canvas.native, 1)
-        yield "canvas"
+        yield "placed"
         plots = (("signal_plot", TimePlot, ("signal", "time (ms)", "mV", {"signal": EEG_COLOUR})),
                  ("spectrum_plot", PeriodogramPlot, (SPECTRUM_MAX_HZ, "mV")),
                  ("probe_plot", TimePlot, ("picked cell", "time (ms)", "mV", {"probe": PROBE_COLOUR})),

@@ -17,6 +17,9 @@ from collections import deque
 log = logging.getLogger(__name__)
 
 SLICE_S = 0.008      # a slice of steps runs until this is spent (at least one step)
+# once the model is built, the swap waits only for the staging: a slice may take a frame's worth (on a software
+# renderer, where a frame takes 50-60 ms, the 8 ms slices made a switch wait 1-1.5 s longer than the build)
+SLICE_AFTER_BUILD_S = 0.016
 
 
 class Staging:

@@ -5,6 +5,8 @@ here is timed: the checks count ticks and steps, so a slow machine passes as a f
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytest.importorskip("PySide6")
@@ -12,6 +14,7 @@ pytest.importorskip("pytestqt")
 
 from PySide6 import QtCore  # noqa: E402
 
+from latticelab.app.staging import SLICE_AFTER_BUILD_S, SLICE_S  # noqa: E402
 from latticelab.sim.models import get_model  # noqa: E402
 
 
@@ -93,16 +96,17 @@ def test_a_model_switch_makes_its_form_and_plots_over_many_ticks_then_swaps_in_o
     qtbot.waitUntil(lambda: window.model.step_count > 2, timeout=30000)   # and it runs
 
 
-def test_a_staging_slice_lets_a_frame_that_paints_the_live_plots_pass_but_never_two(window, qtbot, monkeypatch):
-    """A frame that will ask for a paint of the live plots runs no staging slice (the two made the longest gaps
-    of a switch together), unless the frame before it ran none either: the making ahead never stops."""
+def test_staging_beside_a_build_lets_a_frame_that_paints_the_live_plots_pass_but_never_two(window, qtbot, monkeypatch):
+    """While the model is built, a frame that will ask for a paint of the live plots runs no staging slice (the
+    two made the longest gaps of a switch together), unless the frame before it ran none either: the making
+    ahead never stops; once the model is built, every frame runs one, of a frame's worth of steps."""
     frames = []          # per frame while staging: (plots paint in this frame, slice run)
     frame, plots_due = window._frame, window._plots_paint_in_this_frame
     staging = window.staging
     run_slice = staging.run_slice
 
     def recorded_frame():
-        entry = {"slice": False, "due": None}
+        entry = {"slice": False, "due": None, "building": window.preparer.building()}
         frames.append(entry)
         busy = staging.busy
 
@@ -110,9 +114,9 @@ def test_a_staging_slice_lets_a_frame_that_paints_the_live_plots_pass_but_never_
             entry["due"] = plots_due()
             return entry["due"]
 
-        def sliced(*args, **kwargs):
-            entry["slice"] = True
-            return run_slice(*args, **kwargs)
+        def sliced(budget):
+            entry["slice"], entry["budget"] = True, budget
+            return run_slice(budget)
 
         monkeypatch.setattr(window, "_plots_paint_in_this_frame", due)
         monkeypatch.setattr(staging, "run_slice", sliced)
@@ -124,13 +128,26 @@ def test_a_staging_slice_lets_a_frame_that_paints_the_live_plots_pass_but_never_
         if not busy:
             frames.pop()
 
+    from latticelab.app import preparing
+    build = preparing.Job.run
+
+    def slow_build(job):          # a build as long as a large model's, so that the staging runs beside it
+        time.sleep(1.5)
+        build(job)
+
+    monkeypatch.setattr(preparing.Job, "run", slow_build)
     monkeypatch.setattr(window, "_frame", recorded_frame)
     window.timer.timeout.disconnect()
     window.timer.timeout.connect(window._frame)
     assert window.switch_model("cahn-hilliard")
     qtbot.waitUntil(lambda: window.model.name == "cahn-hilliard", timeout=60000)
-    assert any(f["due"] for f in frames) and any(f["slice"] for f in frames)
+    assert any(f["due"] and f["building"] for f in frames) and any(f["slice"] for f in frames)
     for before, now in zip(frames, frames[1:]):
-        if now["due"] and before["slice"]:
-            assert not now["slice"]          # the plots' frame is let pass...
+        if now["due"] and before["slice"] and now["building"]:
+            assert not now["slice"]          # the plots' frame is let pass while the model is built...
         assert before["slice"] or now["slice"]   # ...but never two frames in a row
+        if not now["building"]:
+            assert now["slice"]              # once it is built, the swap waits for the staging: every frame,
+    # a frame's worth of steps (the 8 ms slices beside the build)
+    assert {f["budget"] for f in frames if f["slice"] and f["building"]} == {SLICE_S}
+    assert {f["budget"] for f in frames if f["slice"] and not f["building"]} <= {SLICE_AFTER_BUILD_S}
