@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from latticelab.sim.model import HasSignal
+from latticelab.sim.model import HasProbe, HasSignal
 
 
 def build_model(cls, params, backend: str):
@@ -42,6 +42,10 @@ def warm_up(model) -> None:
         # what the Signal dock reads at its first refresh: the trace's indexing kernels (CuPy's own, compiled on
         # first use: 150 ms on the GUI thread in a switch to the cortex on the H100 with a cold kernel cache)
         model.trace(since=0)
+    if isinstance(model, HasProbe):
+        # and its readout of the picked cell: a strided column copied to the host, whose copy kernel CuPy
+        # compiled on the GUI thread at the first refresh (107 ms, switch to the cortex, H100, cold cache)
+        model.probe_info(model.probe)
     picture = model.picture(model.changed(), False)
     # the view's texture writers too: compiled on the GUI thread at the swap, they stalled the first switch to
     # Cahn-Hilliard on the H100 for 242 ms (bench window, a cold kernel cache)
