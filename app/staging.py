@@ -5,8 +5,8 @@ long to make (on a software renderer seconds: hundreds of VisPy visuals, their s
 draw). While the model itself is built on a worker (app/preparing.py), the window hands the making of its form
 and plots here as iterators, each step one small piece (a form row, a plot's axis, one visual drawn offscreen);
 each frame-loop tick runs a slice of steps, at least one, and another only while one like the last still fits
-``SLICE_S``. The swap waits until
-the slices are done, and then only shows what is made (app/main_window.py: _poll_preparation).
+the slice's budget (``SLICE_S`` beside the build, ``SLICE_AFTER_BUILD_S`` once the model is built). The swap
+waits until the slices are done, and then only shows what is made (app/main_window.py: _poll_preparation).
 """
 from __future__ import annotations
 
