@@ -51,6 +51,7 @@ from latticelab.app.analysis_dock import info_label, paint_only_when_shown
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
+from latticelab.app.staging import another_step_fits
 from latticelab.app.stepping import ModelAccess, ProcessGone, SharedProcess
 from latticelab.render.gl_renderer import current_is_software
 from latticelab.render.isosurface import SpectrumIsoView
@@ -72,7 +73,7 @@ SOFTWARE_GL_FACES = 20_000       # a software renderer's mesh budget (some 60 ms
 STAGE_FACES = 4_000              # faces drawn a slice there (about 2.7 us a face: 11 ms), render/isosurface.py
 SYNC_REMESH_CELLS = 1 << 16      # volumes up to 40^3 are meshed at once on a new iso value; larger ones by a worker
 PREPARE_MS = 40                  # the hidden dock's preparation: a step per tick of a timer this often
-PREPARE_SLICE_S = 0.008          # steps of a tick run until this is spent (at least one)
+PREPARE_SLICE_S = 0.008          # a tick's budget of steps (at least one; app/staging.py another_step_fits)
 GLYPHS = string.ascii_letters + string.digits + string.punctuation + " ±…"
 GLYPHS_PER_STEP = 2              # glyphs rendered a step (4-7 ms each on llvmpipe beside a running model)
 TEXT_FACE = "OpenSans"           # VisPy's default face, the one every text of the canvas uses
@@ -531,10 +532,9 @@ class SpectralPanel(QtWidgets.QDockWidget):
                 return
             self._prepare_iter = self._prepare_steps(len(model.shape))
         start = time.perf_counter()
-        took = 0.0
-        # at least one step; another only while one like the last still fits the slice (as app/staging.py)
-        while self._prepare_iter is not None and (took == 0.0 or time.perf_counter() - start + took
-                                                  < PREPARE_SLICE_S):
+        took = None          # at least one step, then as the window's staging does
+        while self._prepare_iter is not None and (took is None
+                                                  or another_step_fits(start, took, PREPARE_SLICE_S)):
             step_start = time.perf_counter()
             try:
                 with one_font_manager(self._fonts):
@@ -548,7 +548,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
                 self.prepared_steps.append("failed")
                 break
             self.prepared_steps.append(str(what))
-            took = max(time.perf_counter() - step_start, 1e-9)
+            took = time.perf_counter() - step_start
 
     def _window_shown(self) -> bool:
         top = self.parentWidget()

@@ -22,6 +22,13 @@ SLICE_S = 0.008      # a slice of steps runs until this is spent (at least one s
 SLICE_AFTER_BUILD_S = 0.016
 
 
+def another_step_fits(start: float, last_step_s: float, budget: float) -> bool:
+    """Whether a slice begun at ``start`` (``time.perf_counter()``) takes another step: only while one as long as
+    the last (``last_step_s``) would still end within ``budget`` seconds. Steps of one task take alike times, so
+    a slice overruns only by a step longer than the one before it, not by a whole step."""
+    return time.perf_counter() - start + last_step_s < budget
+
+
 class Staging:
     """A queue of iterators (tasks) run a slice at a time; ``run_slice`` is called once per frame-loop tick.
 
@@ -85,9 +92,7 @@ class Staging:
             self.log.append((self.slices, key, str(what)))
             if took > self.longest[0]:
                 self.longest = (took, key, str(what))
-            # no next step when one like this one would end past the budget (steps of one task take alike
-            # times): a slice then overruns only by a step longer than the one before it, not by a whole step
-            if time.perf_counter() - start + took >= budget:
+            if not another_step_fits(start, took, budget):
                 break
         return not self._tasks
 
