@@ -94,10 +94,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self.full_draws = 0             # how many draws drew the whole scene into the cache
         self.caching: bool | None = None   # None until the first draw: True unless LATTICELAB_PLOT_CACHE=off
         self.contexts = 0               # GL contexts the canvas has been given (more than one: it was moved)
-        self._resized = False           # a resize came since the last draw
         super().__init__(*args, **kwargs)
         self.events.initialize.connect(self._on_new_context)
-        self.events.resize.connect(self._on_resize)
 
     # ---- regions ---------------------------------------------------------------------------------
     def add_region(self, node, spill=(0, 0)) -> None:
@@ -133,9 +131,6 @@ class RegionCachedCanvas(scene.SceneCanvas):
             return any(_visible(n) for n in self._regions)
         return self._laying_out or self._rebuild is not None or any(_visible(n) for n in self._stale)
 
-    def _on_resize(self, event=None) -> None:
-        self._resized = True
-
     def _on_new_context(self, event=None) -> None:
         """The canvas was given a GL context: at its first show, and again whenever its widget moved to another
         top-level window (its dock floated, docked again, or moved by Reset layout). Textures, buffers and
@@ -165,17 +160,16 @@ class RegionCachedCanvas(scene.SceneCanvas):
             return super().draw_visual(visual, event)
         self.set_current()
         size = tuple(int(v) for v in self.physical_size)
-        if self._fbo is None or self._picture.shape[:2] != size[::-1]:
+        new_size = self._fbo is None or self._picture.shape[:2] != size[::-1]
+        if new_size:
             self._make_cache(size)
             self._layout, self._rebuild = None, None
-        resized, self._resized = self._resized, False
-        if resized and self.full_draws == 0 and self._rebuild is None and not self._laying_out \
-                and self.budget_s is not None:
-            # Qt paints a GL widget inside the resize that first shows it (after making its framebuffer: 13 ms
-            # on the H100 with the Signal dock, whose first layout then took 9 ms more in the same event, bench
-            # window --trace). Before its first picture is begun, nothing is lost by showing the background
-            # there: the picture is made from the next paint on (the canvas stays stale, so its owner asks for
-            # it). Later resizes (a dock's edge dragged) draw as before.
+        if new_size and self.full_draws == 0 and not self._laying_out and self.budget_s is not None:
+            # The first draw at a new size before the first picture: Qt paints a GL widget inside the resize that
+            # first shows it (after making its framebuffer: 13 ms on the H100 with the Signal dock, whose first
+            # layout then took 9 ms more in the same event, bench window --trace). Nothing is lost by showing the
+            # background there: the picture is made from the next paint on (the canvas stays stale, so its
+            # owner asks for it). Later resizes (a dock's edge dragged) draw as before.
             self.last_draw = {"full": False, "regions": 0, "after resize": True}
             self._show_picture()
             return
