@@ -39,7 +39,7 @@ from latticelab.render.field_view import FieldView
 from latticelab.render.plots import LivePlots, series_for
 from latticelab.render.unfold import UnfoldLayout
 from latticelab.sim import io, state
-from latticelab.sim.backend import BackendError
+from latticelab.sim.backend import BackendError, initialise_gpu_libraries
 from latticelab.sim.models import get_model, model_names
 from latticelab.sim.params import ModelParams, ParameterError
 from latticelab.app.pacing import DevicePacer
@@ -74,6 +74,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self.prefs = preferences or Preferences(None)
         self.interactive = interactive   # False: scripted runs never open dialogs
         self.runner = Runner(model, parameters, backend=backend)
+        if self.runner.model.backend_name == "cuda":
+            # loaded here, not first by a model's build on a worker thread, where loading them blocked this
+            # thread's texture writes for up to a third of a second (sim/backend.py)
+            log.info("CUDA libraries initialised: %s", ", ".join(initialise_gpu_libraries(self.runner.model.xp)))
         self.last_message = ""
         self.last_error = ""
         self.steps_per_frame = 1

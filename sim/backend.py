@@ -78,6 +78,30 @@ def select_backend(name: str = "auto") -> Backend:
     return backend
 
 
+def initialise_gpu_libraries(xp) -> list[str]:
+    """Initialise, on the calling thread, the CUDA libraries that models and analyses load on their first use
+    (cuFFT: spectra, structure factors, spectral integrators; cuRAND: random streams), and return their names;
+    nothing off CUDA.
+
+    Why: a library's first use in a process loads its modules into the CUDA context and holds the context's
+    lock meanwhile. Made first by a worker thread (a model being built while the window runs another), it
+    blocked the GUI thread's CUDA calls: on the H100, a first 1024^2 cuFFT transform on one thread stopped
+    another thread's kernel launches for 60-356 ms; after an 8-point plan made here (20 ms) it stopped them
+    for under 5 ms (bench/NOTES.md, "Third session of 2026-11-24"). The application calls this once, before its
+    window shows."""
+    if xp is numpy:
+        return []
+    from cupy.cuda import cufft, curand
+    done = []
+    cufft.Plan1d(8, cufft.CUFFT_Z2Z, 1)          # cufftCreate and a plan: the library's modules are loaded
+    done.append(f"cuFFT {cufft.getVersion()}")
+    generator = curand.createGenerator(curand.CURAND_RNG_PSEUDO_PHILOX4_32_10)
+    curand.destroyGenerator(generator)
+    done.append(f"cuRAND {curand.getVersion()}")
+    xp.cuda.Device().synchronize()
+    return done
+
+
 def array_module(array) -> ModuleType:
     """numpy or cupy, whichever owns ``array``; anything that is not a CuPy array (NumPy arrays and scalars,
     Python numbers, lists) belongs to numpy.
