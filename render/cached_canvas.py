@@ -79,6 +79,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
     def __init__(self, *args, budget_s: float | None = None, **kwargs):
         self._regions: dict = {}        # node -> its spill (dx, dy), canvas pixels; in registration order
         self._stale: dict = {}          # node -> None: regions to redraw, the longest stale first
+        self._every_draw: dict = {}     # node -> None: regions redrawn at every draw (add_region every_draw)
         self._fbo = None
         self._picture = None            # the colour texture of _fbo
         self._back = None               # (framebuffer, texture) a spread rebuild draws into (_Rebuild)
@@ -98,14 +99,19 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self.events.initialize.connect(self._on_new_context)
 
     # ---- regions ---------------------------------------------------------------------------------
-    def add_region(self, node, spill=(0, 0)) -> None:
+    def add_region(self, node, spill=(0, 0), every_draw: bool = False) -> None:
         """Register ``node`` (a scene widget of this canvas) as a region, its rectangle grown by ``spill`` (dx,
-        dy canvas pixels on each side); it is drawn with the whole scene until the first ``invalidate``."""
+        dy canvas pixels on each side); it is drawn with the whole scene until the first ``invalidate``.
+        ``every_draw``: the region is redrawn at every draw, without ``invalidate`` (a view whose camera the user
+        turns, or whose picture is replaced, without its owner hearing of it); it does not make ``stale`` true."""
         self._regions[node] = (float(spill[0]), float(spill[1]))
+        if every_draw:
+            self._every_draw[node] = None
 
     def remove_region(self, node) -> None:
         self._regions.pop(node, None)
         self._stale.pop(node, None)
+        self._every_draw.pop(node, None)
         self._cost.pop(node, None)
 
     def invalidate(self, node=None) -> None:
@@ -204,14 +210,16 @@ class RegionCachedCanvas(scene.SceneCanvas):
             self.full_draws += 1
         else:
             spent, drawn = 0.0, 0
-            for n in [n for n in self._stale if _visible(n)]:
+            due = [n for n in self._stale if _visible(n)]
+            due += [n for n in self._every_draw if n not in self._stale and _visible(n)]
+            for n in due:
                 if drawn and self.budget_s is not None and spent + self._cost.get(n, math.inf) > self.budget_s:
                     continue      # a later, cheaper region may still fit; this one is first next time
                 start = time.perf_counter()
                 self._draw_region(n)
                 self._cost[n] = time.perf_counter() - start
                 spent += self._cost[n]
-                del self._stale[n]
+                self._stale.pop(n, None)
                 drawn += 1
             self.last_draw = {"full": False, "regions": drawn}
         self._show_picture()

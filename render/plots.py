@@ -40,9 +40,11 @@ COLOURS = ((0.95, 0.75, 0.2, 1.0), (0.35, 0.75, 1.0, 1.0), (0.4, 0.95, 0.45, 1.0
 WAITING = "waiting for data"
 X_AXIS = "time axis"   # the key of the shared time axis's region (a series' regions: (key, part))
 # how far an axis's tick labels may reach beyond its widget, in pixels: half a label's height beyond the ends of
-# a y axis, half a wide label beyond those of the time axis (a region's rectangle includes this, cached_canvas)
-Y_AXIS_SPILL = (0, 6)
-X_AXIS_SPILL = (24, 0)
+# a y axis, half a wide label beyond those of the time axis (a region's rectangle includes this, cached_canvas);
+# and 2 pixels towards the plot area, whose edge row the axis line's smoothing covers (a redraw of the plot area
+# alone left that row without it: tests/gui/test_spectral_gui.py, the cached Spectrum dock)
+Y_AXIS_SPILL = (2, 6)
+X_AXIS_SPILL = (24, 2)
 # a title is centred on its cell and may be wider than it (a long name, running means): its region spans the
 # canvas's width (the rectangle is clamped to the canvas), so a new title leaves nothing of the old one beside it
 TITLE_SPILL = (1 << 14, 0)

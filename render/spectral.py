@@ -142,6 +142,12 @@ class _Plot:
                 canvas.add_region(widget, spill)
         yield "x axis"
 
+    @property
+    def data_parts(self) -> tuple:
+        """The widgets new data changes (its view and the axes' ticks; not the title): on a canvas that caches
+        its picture, the regions to redraw after ``set_data``."""
+        return self.y_axis, self.view, self.x_axis
+
     def _fit(self, x, y, y_floor: float | None = None, nice_top: bool = False):
         """Fit the camera to the points; ``y_floor``: the y axis starts there (a quantity that is never below);
         ``nice_top``: the y axis ends at a round number (``nice_ceiling``), so data that moves a little from one

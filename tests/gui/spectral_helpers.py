@@ -33,3 +33,12 @@ def main_cell_pixels(panel):
     x0, x1 = sorted((int(x0 * scale), int(x1 * scale)))
     y0, y1 = sorted((int(y0 * scale), int(y1 * scale)))
     return img[y0 + 2:y1 - 2, x0 + 2:x1 - 2]
+
+
+def settled(panel) -> bool:
+    """The dock shows its final picture: the cached canvas's first picture is complete (it is drawn over several
+    paints, its grids laid out first) and the 3D view's mesh is drawn for the view's size and camera as they are
+    now (a first mesh drawn before the layout settled is drawn again: render/isosurface.py StagedPicture)."""
+    canvas, view = panel.canvas, panel._spectrum_view
+    first_picture = canvas.full_draws > 0 or canvas.caching is False
+    return first_picture and not canvas.stale and not getattr(view, "staging", False)

@@ -10,7 +10,7 @@ from latticelab.render.isosurface import SpectrumIsoView  # noqa: E402
 from latticelab.render.spectral import display_image  # noqa: E402
 from latticelab.sim.analysis import spectral  # noqa: E402
 from latticelab.sim.analysis.marching_cubes import marching_cubes  # noqa: E402
-from spectral_helpers import main_cell_pixels, open_window  # noqa: E402
+from spectral_helpers import main_cell_pixels, open_window, settled  # noqa: E402
 
 
 def test_iso_slider_in_the_window_changes_the_mesh(qtbot):
@@ -19,13 +19,13 @@ def test_iso_slider_in_the_window_changes_the_mesh(qtbot):
     assert isinstance(view, SpectrumIsoView)
     panel.iso_slider.setValue(80)                          # 0.08 of the maximum: a large surface
     # on a software renderer the new mesh reaches the screen in slices, a few ticks later (render/isosurface.py)
-    qtbot.waitUntil(lambda: not view.staging, timeout=20000)
+    qtbot.waitUntil(lambda: settled(panel), timeout=20000)
     low_faces = view.mesh.n_faces
     low = main_cell_pixels(panel)
     reference = marching_cubes(view.volume, 0.08, method="skimage")
     assert low_faces == reference.n_faces > 0              # the mesh shown is the one of this iso value
     panel.iso_slider.setValue(700)                         # 0.7: only the strongest modes remain
-    qtbot.waitUntil(lambda: not view.staging, timeout=20000)
+    qtbot.waitUntil(lambda: settled(panel), timeout=20000)
     high_faces = view.mesh.n_faces
     high = main_cell_pixels(panel)
     assert 0 < high_faces < low_faces
@@ -105,3 +105,35 @@ def test_panel_leaves_the_lattice_most_of_the_window(qtbot):
     window.resize(1400, 860)
     qtbot.wait(50)
     assert panel.minimumSizeHint().width() < 700
+
+
+def test_a_new_spectrum_redraws_its_plots_and_view_and_shows_what_a_full_draw_shows(qtbot):
+    """The dock's canvas keeps its picture (render/cached_canvas.py): a new result marks the plots' data parts
+    stale (not their titles), the spectrum view is redrawn at every draw without being marked, and what the
+    widget paints equals a full draw of the scene."""
+    from gui_helpers import on_screen
+    window, panel = open_window(qtbot, dim=2, L=64, T=2.2)
+    canvas = panel.canvas
+    canvas.budget_s = None                    # every stale region in one draw
+    first = on_screen(canvas)
+
+    def differing(a, b):
+        return float((np.abs(a - b).max(axis=2) > 8).mean())
+
+    assert differing(first, canvas.render(alpha=False).astype(int)) < 0.0005
+    assert not canvas.stale
+    on_screen(canvas)
+    assert canvas.last_draw == {"full": False, "regions": 1}          # the spectrum view only
+    canvas.native.setUpdatesEnabled(False)    # no paint until the stale parts are looked at
+    try:
+        window.model.step(200)
+        assert panel.refresh(force=True), panel.last_error
+        stale = set(canvas._stale)
+    finally:
+        canvas.native.setUpdatesEnabled(True)
+    assert set(panel.mean_plot.data_parts) <= stale
+    assert panel.mean_plot.title not in stale and panel.main_cell not in stale
+    picture = on_screen(canvas)
+    assert not canvas.last_draw["full"] and canvas.last_draw["regions"] >= len(stale)
+    assert differing(picture, first) > 0.001                        # the new spectrum is on screen
+    assert differing(picture, canvas.render(alpha=False).astype(int)) < 0.0005
