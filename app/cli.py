@@ -149,6 +149,7 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
         gui.set_defaults(gui_unavailable=str(exc))
     gui.set_defaults(handler=None)
     importlib.import_module("latticelab.app.study_cli").add_study_commands(sub, _Parser)   # sweep, tc (issue 11)
+    importlib.import_module("latticelab.app.kernel_cache").add_command(sub, _Parser)      # prepare-gpu
 
     for add_command in extra_commands:
         add_command(sub, _Parser)

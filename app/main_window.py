@@ -29,6 +29,7 @@ from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons, share_gl_contexts
 from latticelab.app.settings import Preferences, variant_key
+from latticelab.app.kernel_cache import device_identity, start_in_background
 from latticelab.app.preparing import Job, ModelPreparer, current_device
 from latticelab.app import preparing
 from latticelab.app.staging import SLICE_AFTER_BUILD_S, SLICE_S, Staging
@@ -78,6 +79,12 @@ class MainWindow(QtWidgets.QMainWindow):
             # loaded here, not first by a model's build on a worker thread, where loading them blocked this
             # thread's texture writes for up to a third of a second (sim/backend.py)
             log.info("CUDA libraries initialised: %s", ", ".join(initialise_gpu_libraries(self.runner.model.xp)))
+            # the other models' kernels compiled by a process of its own, once per installation and GPU, so that
+            # a first switch to them does not compile and load them beside this thread (app/kernel_cache.py)
+            try:
+                start_in_background(device_identity(self.runner.model.xp))
+            except Exception as exc:      # a convenience: the window works without it
+                log.warning("GPU kernels not prepared in the background: %s: %s", type(exc).__name__, exc)
         self.last_message = ""
         self.last_error = ""
         self.steps_per_frame = 1
