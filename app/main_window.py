@@ -52,6 +52,7 @@ FRAME_BUDGET_S = 0.030       # simulation time per frame when "keep frames under
 FRAME_INTERVAL_MS = 15
 PLOT_INTERVAL_S = 0.25       # the plots redraw at most this often
 STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many frames
+STAGE_AHEAD_AFTER_S = 2.0    # the other models' forms and plots are made ahead from this long after start-up
 PLOT_DRAW_BUDGET_S = 0.006   # while running, a frame draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
 # a new model this large (its estimated bytes) is built on a worker thread (app/preparing.py); on a CUDA device a
@@ -106,6 +107,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self._on_model_free = []             # readers waiting for the worker's batch (when_model_free)
         self.preparer = ModelPreparer()      # new models (switch, size, dimension) are built on a worker thread
         self.background_builds = None        # None: when the model is large (or on CUDA); True/False: always/never
+        # The other registered models' forms and plots made ahead while the window is idle, a slice per frame as
+        # for a switch (``_stage_ahead``), so that a first switch to one only shows them: on by default in the
+        # application; off in scripted windows (tests count what a switch stages) unless set
+        self.stage_ahead = interactive
+        self._ahead = list(get_model(name) for name in model_names())
+        self._ahead_from = time.perf_counter() + STAGE_AHEAD_AFTER_S
         self.staging = Staging()             # the next model's form and plots, made ahead a slice per frame
         self.collector = None                # app/collector.py: when full collections may run (set at start-up)
         self._plot_sets = {}                 # model class -> its LivePlots; those of other models kept, hidden
@@ -549,6 +556,21 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.timer.isActive():
             self.timer.start()
 
+    @property
+    def staged_ahead(self) -> bool:
+        """Every registered model's form and plots are made (or nothing is to be made ahead)."""
+        return not (self.stage_ahead and self._ahead) and not self.staging.busy
+
+    def _stage_ahead(self) -> None:
+        """While idle (no switch prepared, nothing staged), queue the next registered model's form and plots to be
+        made ahead (``_stage``), from STAGE_AHEAD_AFTER_S after start-up. ``_frame`` lets full collections run
+        again once each is made, what it made frozen first (app/collector.py)."""
+        if not self.stage_ahead or not self._ahead or time.perf_counter() < self._ahead_from:
+            return
+        cls = self._ahead.pop(0)
+        if cls is not type(self.model):
+            self._stage(cls)
+
     def _plot_signals_blocked(self, steps):
         """``steps`` with the plot canvas's Qt signals blocked while each runs (as ``_make_plots`` does)."""
         while True:
@@ -770,15 +792,20 @@ class MainWindow(QtWidgets.QMainWindow):
             # swap waits for the build anyway) not in a frame that paints the live plots too (the two were the
             # longest parts of one gap in the switches on the H100, bench window --trace), but at least every
             # STAGING_EVERY_TICKS frames; once it is built, in every frame (the swap waits for the staging)
-            building = self.preparer.building()
+            # (staging with no build at all is made ahead, while idle: as gently as beside a build)
+            building = self.preparer.building() or not self.preparer.busy
             if self._staging_waited + 1 < STAGING_EVERY_TICKS and building and self._plots_paint_in_this_frame():
                 self._staging_waited += 1
             else:
                 self._staging_waited = 0
                 self.staging.run_slice(SLICE_S if building else SLICE_AFTER_BUILD_S)
+                if not self.staging.busy and not self.preparer.busy:
+                    self._release_full_collections()      # made ahead: frozen now, as a switch's at its swap
         elif self._poll_preparation():
             self._frame_end()              # a swap takes its own frame: the new model steps from the next one
             return
+        elif not self.preparer.busy:
+            self._stage_ahead()
         if self.stepper.busy:
             self._collect_background_steps()
         elif self.running:
@@ -836,7 +863,8 @@ class MainWindow(QtWidgets.QMainWindow):
             self.plot_canvas.update()      # the next plots of the last refresh, drawn with this frame's picture
         if now - self._counters["t"] >= STATUS_INTERVAL_S:
             self._update_status()
-        if not self.running and self._step_target is None and not self._busy() and not self.staging.busy:
+        if not self.running and self._step_target is None and not self._busy() and not self.staging.busy \
+                and not (self.stage_ahead and self._ahead):
             self.timer.stop()   # nothing to do until the next change; changes refresh directly
 
     def _step_budget(self) -> float:

@@ -45,6 +45,9 @@ def make_window(qtbot, tmp_path):
             # the tests that check what a change did right after it want the build done at once, as on the CPU
             # (test_window_preparing.py and test_window_swap_slices.py turn background builds on themselves)
             window.background_builds = False
+        # the other models' forms and plots are not made ahead while idle: tests count what a switch stages
+        # (test_stage_ahead.py turns it on)
+        window.stage_ahead = False
         qtbot.addWidget(window)
         window.resize(*size)
         window.show()

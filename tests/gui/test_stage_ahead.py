@@ -1,0 +1,47 @@
+"""The window makes the other registered models' forms and plots while idle (app/main_window.py _stage_ahead), a
+slice per frame as for a switch, so that a first switch to one stages nothing; what it made is frozen and full
+collections run again once it is done (app/collector.py). Nothing here is timed: steps are counted."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from latticelab.sim.models import all_models  # noqa: E402
+
+
+@pytest.mark.parametrize("running", [True, False])
+def test_the_other_models_are_made_ahead_and_a_first_switch_stages_nothing(make_window, qtbot, running):
+    from latticelab.app.collector import freeze_after_start
+    window = make_window(running=running)
+    window.background_builds = True            # switches built on the worker, their pieces staged
+    freeze_after_start(window)
+    window._ahead_from = 0.0                   # at once, not STAGE_AHEAD_AFTER_S after start-up
+    window.stage_ahead = True
+    window.timer.start()                       # as a window that was just shown (the frame loop runs)
+    qtbot.waitUntil(lambda: window.staged_ahead, timeout=120000)
+    others = [cls for cls in all_models().values() if cls is not type(window.model)]
+    assert others
+    for cls in others:
+        assert cls in window._plot_sets                                   # its live plots
+        assert window.controls.stage_form(cls.Params) is None             # its form: nothing left to make
+    assert not window.collector.held                                      # released, what was made frozen
+    for cls in others:
+        window.staging.log = []
+        assert window.switch_model(cls.name)
+        qtbot.waitUntil(lambda: window.model.name == cls.name, timeout=90000)
+        assert window.staging.log == []                                   # nothing was left to make at the switch
+
+
+def test_without_making_ahead_a_first_switch_stages_the_form_and_plots(make_window, qtbot):
+    window = make_window(running=True)          # stage_ahead off, as the tests' windows are
+    window.background_builds = True
+    other = next(cls for cls in all_models().values() if cls is not type(window.model))
+    qtbot.wait(100)
+    assert other not in window._plot_sets
+    window.staging.log = []
+    assert window.switch_model(other.name)
+    qtbot.waitUntil(lambda: window.model.name == other.name, timeout=90000)
+    staged = {key for _n, key, _what in window.staging.log}
+    assert ("form", other.name) in staged and ("plots", other.name) in staged
