@@ -48,13 +48,21 @@ def test_a_switch_runs_no_full_collection_and_freezes_what_it_made(make_window, 
     frozen_at_start = gc.get_freeze_count()
     first = weakref.ref(window.model)
     starts, callback = full_collections()
+    settle, held_until_settled = schedule.settle, []
+
+    def settled():        # what started while the switch was prepared: up to the schedule's settle at the swap
+        held_until_settled.append(list(starts))   # (after it, full collections may run: the paints that follow
+        settle()                                  # the swap could start one before the wait below looks again)
+    schedule.settle = settled
     try:
         assert window.switch_model("cahn-hilliard")
         assert schedule.held and gc.get_threshold()[2] > 1 << 20
         qtbot.waitUntil(lambda: window.model.name == "cahn-hilliard" and not window.preparer.busy, timeout=60000)
-        during = list(starts)
     finally:
         gc.callbacks.remove(callback)
+        schedule.settle = settle
+    assert held_until_settled, "the switch did not settle the collector schedule"
+    during = held_until_settled[0]
     automatic = [stack for is_automatic, stack in during if is_automatic]
     assert not automatic, "a full collection could start by itself while the switch was prepared:\n" + automatic[0]
     assert not schedule.held and gc.get_threshold() == (100, 1, 1)     # full collections may run again
