@@ -55,13 +55,19 @@ def marker_path(identity: str, folder: Path | None = None) -> Path:
     return (folder or cache_dir()) / f"latticelab-prepared-{sources_digest()}-{identity}"
 
 
+def running_path(marker: Path) -> Path:
+    """The file that says a preparation for ``marker`` is running."""
+    return marker.with_name(marker.name + ".running")
+
+
 def variants(cls) -> list[dict]:
     """The values of ``cls``'s variant fields to prepare: every combination of their choices (one empty dict for
     a model without variant fields)."""
     from latticelab.sim.params import field_info
     combos = [{}]
     for name in cls.Params.variant_fields:
-        choices = field_info(cls.Params, name).get("choices") or (field_info(cls.Params, name)["default"],)
+        info = field_info(cls.Params, name)
+        choices = info.get("choices") or (info["default"],)
         combos = [{**combo, name: value} for combo in combos for value in choices]
     return combos
 
@@ -98,7 +104,7 @@ def start_in_background(identity: str, folder: Path | None = None, spawn=None) -
     marker = marker_path(identity, folder)
     if marker.exists():
         return False
-    running = marker.with_name(marker.name + ".running")
+    running = running_path(marker)
     try:
         if time.time() - running.stat().st_mtime < RUNNING_FOR_AT_MOST_S:
             return False
@@ -139,7 +145,7 @@ def run_command(args) -> int:
     from latticelab.sim.backend import select_backend
     xp = select_backend("cuda").xp             # BackendError (exit 2, its message) without a usable GPU
     marker = Path(args.marker) if args.marker else marker_path(device_identity(xp))
-    running = marker.with_name(marker.name + ".running")
+    running = running_path(marker)
     try:
         failed = prepare()
         if not failed:

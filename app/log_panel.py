@@ -77,7 +77,7 @@ class MessagesPanel(QtWidgets.QDockWidget):
             self.table.removeRow(0)
         row = self.table.rowCount()
         self.table.insertRow(row)
-        stamp, level, text = message
+        _stamp, level, text = message
         for column, value in enumerate(message):
             item = QtWidgets.QTableWidgetItem(value)
             colour = LEVEL_COLOURS.get(level)

@@ -41,7 +41,7 @@ from latticelab.render.plots import LivePlots, series_for
 from latticelab.render.unfold import UnfoldLayout
 from latticelab.sim import io, state
 from latticelab.sim.backend import BackendError, initialise_gpu_libraries
-from latticelab.sim.models import get_model, model_names
+from latticelab.sim.models import all_models, get_model, model_names
 from latticelab.sim.params import ModelParams, ParameterError
 from latticelab.app.pacing import DevicePacer
 from latticelab.sim.runner import Runner
@@ -111,7 +111,7 @@ class MainWindow(QtWidgets.QMainWindow):
         # for a switch (``_stage_ahead``), so that a first switch to one only shows them: on by default in the
         # application; off in scripted windows (tests count what a switch stages) unless set
         self.stage_ahead = interactive
-        self._ahead = list(get_model(name) for name in model_names())
+        self._ahead = list(all_models().values())
         self._ahead_from = time.perf_counter() + STAGE_AHEAD_AFTER_S
         self.staging = Staging()             # the next model's form and plots, made ahead a slice per frame
         self.collector = None                # app/collector.py: when full collections may run (set at start-up)
@@ -793,14 +793,15 @@ class MainWindow(QtWidgets.QMainWindow):
             # longest parts of one gap in the switches on the H100, bench window --trace), but at least every
             # STAGING_EVERY_TICKS frames; once it is built, in every frame (the swap waits for the staging)
             # (staging with no build at all is made ahead, while idle: as gently as beside a build)
-            building = self.preparer.building() or not self.preparer.busy
-            if self._staging_waited + 1 < STAGING_EVERY_TICKS and building and self._plots_paint_in_this_frame():
+            gentle = self.preparer.building() or not self.preparer.busy
+            if self._staging_waited + 1 < STAGING_EVERY_TICKS and gentle and self._plots_paint_in_this_frame():
                 self._staging_waited += 1
             else:
                 self._staging_waited = 0
-                self.staging.run_slice(SLICE_S if building else SLICE_AFTER_BUILD_S)
-                if not self.staging.busy and not self.preparer.busy:
-                    self._release_full_collections()      # made ahead: frozen now, as a switch's at its swap
+                self.staging.run_slice(SLICE_S if gentle else SLICE_AFTER_BUILD_S)
+                if not self.staging.busy:
+                    # made ahead (no build waits for it): frozen now, as a switch's at its swap
+                    self._release_full_collections()
         elif self._poll_preparation():
             self._frame_end()              # a swap takes its own frame: the new model steps from the next one
             return

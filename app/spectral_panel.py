@@ -619,12 +619,12 @@ class SpectralPanel(QtWidgets.QDockWidget):
         try:
             view.set_iso(iso)
             self._shown_iso = iso
-            self.caption.text = _iso_caption(self._field_name, view)
+            self._set_caption(_iso_caption(self._field_name, view))
         except Exception as exc:
             self.last_error = f"iso-surface failed: {type(exc).__name__}: {exc}"
             log.exception("iso surface")
             self.info.setText(self.last_error)
-        self._changed(self.caption)
+        self.canvas.update()
 
     def _start_mesh(self, volume, iso: float) -> None:
         view = self._spectrum_view
@@ -661,8 +661,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
             return
         view.show_mesh(mesh, factor)
         self._shown_iso = iso
-        self.caption.text = _iso_caption(self._field_name, view)
-        self._changed(self.caption)
+        self._set_caption(_iso_caption(self._field_name, view))
+        self.canvas.update()
 
     # ==== export ================================================================================
     def record(self) -> spectral.SpectrumRecord:

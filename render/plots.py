@@ -448,7 +448,8 @@ def warm_up_steps(canvas, node, size: int = 16):
             elif fbo.color_buffer.shape[:2] != (height, width):
                 fbo.resize((height, width))
             # held around the push, the draw and the pop: whatever they update (a visual's data, a compound's
-            # prepared parts) must not schedule a full paint of the canvas after each step (a hidden dock's canvas was painted some 20 times, 50 ms each on llvmpipe)
+            # prepared parts) must not schedule a full paint of the canvas after each step (a hidden dock's
+            # canvas was painted some 20 times, 50 ms each on llvmpipe)
             with paint_requests_held(canvas):
                 canvas.push_fbo(fbo, (0, 0), canvas.size)
                 try:
