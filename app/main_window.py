@@ -55,6 +55,7 @@ STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many fra
 STAGE_AHEAD_AFTER_S = 2.0    # the other models' forms and plots are made ahead from this long after start-up
 PLOT_DRAW_BUDGET_S = 0.006   # while running, a frame draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
+SETTLE_AFTER_SWAP_S = 1.0    # the hidden docks' own preparation waits this long after a swap (``settling``)
 # a new model this large (its estimated bytes) is built on a worker thread (app/preparing.py); on a CUDA device a
 # smaller one too, since its kernels may have to be compiled
 BACKGROUND_BUILD_BYTES = {"numpy": 512 << 20, "cuda": 1 << 20}
@@ -118,6 +119,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._plot_sets = {}                 # model class -> its LivePlots; those of other models kept, hidden
         self._plot_fonts = None              # one VisPy font manager (glyph atlas) for all of them
         self.last_swap: dict = {}            # the last model change's GUI-thread parts, in seconds (bench/window.py)
+        self._swapped_at = -math.inf         # perf_counter() of the last model change shown (``settling``)
 
         self._build_canvases()
         self._build_controls()
@@ -556,6 +558,15 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.timer.isActive():
             self.timer.start()
 
+    def settling(self) -> bool:
+        """Whether a model change is under way or was just shown: a new model being built, forms and plots being
+        made (for a switch, or ahead), or a swap less than SETTLE_AFTER_SWAP_S ago (its first frames draw the new
+        plots and view). The hidden docks' own preparation waits meanwhile: on the H100 a step of it falling into a
+        switch's frames, beside a staged step or a plot redraw, made the longest gap of that switch (bench window
+        --trace)."""
+        return (self.preparer.busy or self.staging.busy
+                or time.perf_counter() - self._swapped_at < SETTLE_AFTER_SWAP_S)
+
     @property
     def staged_ahead(self) -> bool:
         """Every registered model's form and plots are made (or nothing is to be made ahead)."""
@@ -736,6 +747,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._update_status()
         done("status")
         self.last_swap = parts
+        self._swapped_at = time.perf_counter()
 
     def _make_plots(self, model_class) -> None:
         """Show ``model_class``'s plots: those made before (or ahead, ``_stage``), else new ones."""

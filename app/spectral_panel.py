@@ -170,6 +170,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self._piece_draw = -1         # the draw count when the last piece was shown
         self._piece_queued = False
         self._prepare_iter = None     # the steps preparing the hidden dock, while some are left
+        # the host window says when that preparation is to wait (a model change under way: MainWindow.settling)
+        self.hold_preparation: Callable[[], bool] = lambda: False
         self.prepared_steps = collections.deque(maxlen=256)   # what they did, for tests and benchmarks
         with one_font_manager() as fonts:
             self._fonts = fonts       # every text of the canvas shares it: each glyph is rendered once
@@ -538,10 +540,13 @@ class SpectralPanel(QtWidgets.QDockWidget):
     # ==== preparing the hidden dock ==============================================================
     def _prepare_tick(self) -> None:
         """While the dock is hidden, in the window shown: prepare it for the model's dimension, a slice of
-        steps per tick. Once shown, a preparation left unfinished is dropped (its draws are real ones now)."""
+        steps per tick, in the ticks the host window does not hold it (``hold_preparation``). Once shown, a
+        preparation left unfinished is dropped (its draws are real ones now)."""
         if self.on_screen() or not self._window_shown():
             self._prepare_iter = None
             return
+        if self.hold_preparation():
+            return                   # later, where its steps do not add to a switch's frames
         if self._prepare_iter is None:
             model = self._model()
             if model is None or (self._spectrum_ndim == len(model.shape) and self.prepared_steps):
@@ -726,6 +731,8 @@ def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> Spectr
     panel = SpectralPanel(lambda: window.model, parent=window, prefs=getattr(window, "prefs", None),
                           interactive=getattr(window, "interactive", True), access=ModelAccess(window),
                           status_bar=window.statusBar())
+    if hasattr(window, "settling"):
+        panel.hold_preparation = window.settling
     window.addDockWidget(area, panel)
     plots = getattr(window, "plot_dock", None)
     if isinstance(plots, QtWidgets.QDockWidget):

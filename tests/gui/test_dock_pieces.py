@@ -94,6 +94,29 @@ def test_the_hidden_spectrum_dock_is_prepared_a_few_steps_per_tick(make_window, 
     assert all(c in font._glyphs for c in "|FFT| of spins, box edge")
 
 
+def test_the_hidden_spectrum_dock_waits_while_the_window_changes_model(make_window, qtbot):
+    """Its preparation for a new dimension takes no step while the window settles (the new model built, its pieces
+    made, the first moment after the swap: MainWindow.settling), and is made after that."""
+    window, panel = _spectrum_window(make_window, qtbot, dim=3, L=16)
+    qtbot.waitUntil(lambda: "3D view" in panel.prepared_steps and panel._prepare_iter is None, timeout=30000)
+    window.background_builds = True               # built on the worker, as large models are
+    samples = []                                   # (settling, steps made for 2D so far)
+    probe = QtCore.QTimer(interval=1, timerType=QtCore.Qt.TimerType.PreciseTimer)
+    probe.timeout.connect(lambda: samples.append(
+        (window.settling(), sum(step.startswith("2D") for step in panel.prepared_steps))))
+    probe.start()
+    try:
+        assert window.set_parameter("dim", 2)
+        qtbot.waitUntil(lambda: len(window.model.shape) == 2, timeout=60000)
+        qtbot.waitUntil(lambda: "2D view" in panel.prepared_steps and panel._prepare_iter is None, timeout=30000)
+    finally:
+        probe.stop()
+    settling = [made for held, made in samples if held]
+    assert len(settling) > 50 and settling[-1] == 0   # it settled for a while, and nothing was made meanwhile
+    assert samples[-1] == (False, sum(step.startswith("2D") for step in panel.prepared_steps))
+    assert panel._spectrum_ndim == 2
+
+
 def test_the_spectrum_view_of_another_dimension_is_made_in_two_steps_and_a_dropped_one_is_made_again(make_window,
                                                                                                      qtbot):
     """The view for another dimension is made a piece per preparation step (its ViewBox, then its visuals); a
