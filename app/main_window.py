@@ -55,7 +55,7 @@ STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many fra
 STAGE_AHEAD_AFTER_S = 2.0    # the other models' forms and plots are made ahead from this long after start-up
 PLOT_DRAW_BUDGET_S = 0.006   # while running, a frame draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
-SETTLE_AFTER_SWAP_S = 1.0    # the hidden docks' own preparation waits this long after a swap (``settling``)
+SETTLE_AFTER_SWAP_S = {"cuda": 1.0}  # by backend: the hidden docks' preparation waits this long after a swap
 # a new model this large (its estimated bytes) is built on a worker thread (app/preparing.py); on a CUDA device a
 # smaller one too, since its kernels may have to be compiled
 BACKGROUND_BUILD_BYTES = {"numpy": 512 << 20, "cuda": 1 << 20}
@@ -120,6 +120,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._plot_fonts = None              # one VisPy font manager (glyph atlas) for all of them
         self.last_swap: dict = {}            # the last model change's GUI-thread parts, in seconds (bench/window.py)
         self._swapped_at = -math.inf         # perf_counter() of the last model change shown (``settling``)
+        self.settle_after_swap_s = None      # seconds ``settling`` lasts after a swap (None: by backend)
 
         self._build_canvases()
         self._build_controls()
@@ -560,12 +561,19 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def settling(self) -> bool:
         """Whether a model change is under way or was just shown: a new model being built, forms and plots being
-        made (for a switch, or ahead), or a swap less than SETTLE_AFTER_SWAP_S ago (its first frames draw the new
-        plots and view). The hidden docks' own preparation waits meanwhile: on the H100 a step of it falling into a
-        switch's frames, beside a staged step or a plot redraw, made the longest gap of that switch (bench window
-        --trace)."""
-        return (self.preparer.busy or self.staging.busy
-                or time.perf_counter() - self._swapped_at < SETTLE_AFTER_SWAP_S)
+        made (for a switch, or ahead), or a swap less than ``settle_after_swap_s`` ago (its first frames draw the
+        new plots and view). The hidden docks' own preparation waits meanwhile: on the H100, where frames take
+        16 ms, a 16 ms step of it falling into a switch's first frames beside a plot redraw made the longest gap of
+        that switch (bench window --trace). Not after a swap on the CPU: frames take 40-60 ms on a software
+        renderer anyway, and a dock opened right after a switch would make what was held in one frame tick (bench
+        responsiveness, traced: the Spectrum dock shown 0.5 s after a change of dimension made its 3D view in
+        its first request, 30 ms of a 108 ms gap)."""
+        if self.preparer.busy or self.staging.busy:
+            return True
+        settle = self.settle_after_swap_s
+        if settle is None:
+            settle = SETTLE_AFTER_SWAP_S.get(self.model.backend_name, 0.0)
+        return time.perf_counter() - self._swapped_at < settle
 
     @property
     def staged_ahead(self) -> bool:

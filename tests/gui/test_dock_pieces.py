@@ -100,6 +100,7 @@ def test_the_hidden_spectrum_dock_waits_while_the_window_changes_model(make_wind
     window, panel = _spectrum_window(make_window, qtbot, dim=3, L=16)
     qtbot.waitUntil(lambda: "3D view" in panel.prepared_steps and panel._prepare_iter is None, timeout=30000)
     window.background_builds = True               # built on the worker, as large models are
+    window.settle_after_swap_s = 1.0              # as on a GPU (on the CPU only while the model is built)
     samples = []                                   # (settling, steps made for 2D so far)
     probe = QtCore.QTimer(interval=1, timerType=QtCore.Qt.TimerType.PreciseTimer)
     probe.timeout.connect(lambda: samples.append(
