@@ -275,6 +275,7 @@ class CapabilityDock(AnalysisDock):
         self._drawn = None           # the key of what was drawn last
         self.canvas = None           # the plot canvas, made with the plots
         self._plot_iter = None       # the steps making the plots, shared by ``_plots`` and ``stage_for``
+        self._showing_next = False   # ``_plots`` is making them for a show that follows at once
         self.placements = DockPlacements()   # the window's, once installed (install_dock)
         self.plots_made = False
         # a refresh declined while the worker steps the model is made again right after its batch
@@ -289,9 +290,13 @@ class CapabilityDock(AnalysisDock):
         raise NotImplementedError
 
     def _plots(self) -> None:
-        """Make the plots now (what was not made ahead yet)."""
-        for _ in self._plot_pieces():
-            pass
+        """Make the plots now (what was not made ahead yet), for a show that follows at once."""
+        self._showing_next = True
+        try:
+            for _ in self._plot_pieces():
+                pass
+        finally:
+            self._showing_next = False
 
     def _plot_pieces(self):
         if self._plot_iter is None:
@@ -310,6 +315,7 @@ class CapabilityDock(AnalysisDock):
             yield what
         self.plots_made = True
         yield from self._warm_steps()
+        yield from self._sized_steps()
 
     def _warm_steps(self):
         """Draw each visual of the (hidden) canvas once offscreen, so the first draw on screen finds its shaders
@@ -330,6 +336,25 @@ class CapabilityDock(AnalysisDock):
             yield "context"
         for drawn in warm_up_steps(canvas, canvas.scene):
             yield f"drew {drawn}"
+
+    def _sized_steps(self):
+        """Last, while the dock is still hidden: the size its tab will give it, and the canvas's grids laid out
+        at that size a piece per step, so that its first show places no cell. VisPy places every cell of a grid
+        whose rectangle changed, and each placement updates the transforms of every visual inside: the Signal
+        dock's grids were laid out in each of its first three paints after a switch to the cortex, 7-18 ms
+        each on the H100's host (bench window --trace)."""
+        canvas = self.canvas
+        if not isinstance(canvas, RegionCachedCanvas) or canvas.native.isVisible() or not self.window_is_shown():
+            return
+        if self._showing_next:
+            return      # made at its show (not ahead): laid out in the paints after it, a budget's worth each
+        self._take_a_tabs_size()
+        body = self.widget()
+        if body is not None and body.layout() is not None:
+            # the dock's layout sized its body, whose own layout waits for the body's show to place the canvas
+            body.layout().invalidate()
+            body.layout().activate()
+        yield from canvas.lay_out_hidden(canvas.budget_s)
 
     def window_is_shown(self) -> bool:
         top = self.parentWidget()

@@ -224,6 +224,17 @@ class RegionCachedCanvas(scene.SceneCanvas):
             self.last_draw = {"full": False, "regions": drawn}
         self._show_picture()
 
+    def lay_out_hidden(self, budget_s: float | None = None):
+        """Steps (a generator) placing the cells of a hidden canvas at the size its widget has now, at least one
+        grid a step and more while ``budget_s`` lasts, so that its first show finds them placed. Qt delivers a
+        hidden widget's resize event only when it is shown, and VisPy takes the scene's size from that event: it
+        is taken here from the widget's geometry, as the event's handler (SceneCanvas.on_resize) would."""
+        self.central_widget.size = tuple(self.size)
+        yield "sized"
+        while not self._lay_out(budget_s):
+            yield "grids laid out"
+        yield "grids laid out"
+
     def _lay_out(self, budget_s: float | None = None) -> bool:
         """Let every visible grid place its cells, top down, as a draw of the scene would (vispy_speedups makes
         this cheap for a grid whose rectangle and solver did not change). With ``budget_s``, stop once that much

@@ -240,3 +240,31 @@ def test_the_paint_qt_makes_inside_a_dock_canvas_first_resize_draws_no_plots(win
     assert in_resize and all(d == {"full": False, "regions": 0, "after resize": True} for d in in_resize)
     assert not any(during for during, _d, _n in draws[len(in_resize):])
     assert any(d.get("regions") or d.get("full") for _during, d, _n in draws)   # the picture came after
+
+
+def test_a_dock_made_ahead_is_laid_out_at_its_tabs_size_and_its_first_show_places_no_cell(window, qtbot,
+                                                                                          monkeypatch):
+    """The last staging steps of a dock (still hidden) take the size its tab will give it and lay its canvas's
+    grids out at that size; the paints after its canvas is shown, its first picture among them, find no grid to
+    lay out again (each placement updates the transforms of every visual inside the grid)."""
+    from latticelab.render import cached_canvas
+    window.show()
+    qtbot.waitUntil(lambda: not window.plot_dock.visibleRegion().isEmpty(), timeout=10000)
+    panel = window.signal_panel
+    pending_on_screen = []
+    real = cached_canvas.layout_pending
+
+    def recorded(grid):
+        pending = real(grid)
+        if panel.canvas is not None and grid.canvas is panel.canvas and panel.canvas.native.isVisible():
+            pending_on_screen.append(pending)
+        return pending
+
+    monkeypatch.setattr(cached_canvas, "layout_pending", recorded)
+    switch_and_record(window, qtbot, monkeypatch, "cortex")
+    steps = [what for _number, what in steps_of(window, ("signal_panel", "cortex"))]
+    assert "sized" in steps and steps[-1] == "grids laid out"
+    canvas = panel.canvas
+    qtbot.waitUntil(lambda: canvas.native.isVisible() and canvas.full_draws >= 1, timeout=20000)
+    assert canvas.central_widget.size == (canvas.native.width(), canvas.native.height())
+    assert pending_on_screen and not any(pending_on_screen)
