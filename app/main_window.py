@@ -37,7 +37,7 @@ from latticelab.app.stepping import BackgroundStepper, wants_background
 from latticelab.render import palette
 from latticelab.render.cached_canvas import RegionCachedCanvas
 from latticelab.render.field_view import FieldView
-from latticelab.render.plots import LivePlots, series_for
+from latticelab.render.plots import LivePlots, glyph_steps, series_for
 from latticelab.render.unfold import UnfoldLayout
 from latticelab.sim import io, state
 from latticelab.sim.backend import BackendError, initialise_gpu_libraries
@@ -113,6 +113,7 @@ class MainWindow(QtWidgets.QMainWindow):
         # application; off in scripted windows (tests count what a switch stages) unless set
         self.stage_ahead = interactive
         self._ahead = list(all_models().values())
+        self._glyphs_ahead = True            # the live plots' glyphs rendered ahead too (before the models)
         self._ahead_from = time.perf_counter() + STAGE_AHEAD_AFTER_S
         self.staging = Staging()             # the next model's form and plots, made ahead a slice per frame
         self.collector = None                # app/collector.py: when full collections may run (set at start-up)
@@ -578,13 +579,25 @@ class MainWindow(QtWidgets.QMainWindow):
     @property
     def staged_ahead(self) -> bool:
         """Every registered model's form and plots are made (or nothing is to be made ahead)."""
-        return not (self.stage_ahead and self._ahead) and not self.staging.busy
+        return not self._ahead_left() and not self.staging.busy
+
+    def _ahead_left(self) -> bool:
+        return self.stage_ahead and bool(self._ahead or self._glyphs_ahead)
 
     def _stage_ahead(self) -> None:
-        """While idle (no switch prepared, nothing staged), queue the next registered model's form and plots to be
-        made ahead (``_stage``), from STAGE_AHEAD_AFTER_S after start-up. ``_frame`` lets full collections run
-        again once each is made, what it made frozen first (app/collector.py)."""
-        if not self.stage_ahead or not self._ahead or time.perf_counter() < self._ahead_from:
+        """While idle (no switch prepared, nothing staged), queue what is made ahead, from STAGE_AHEAD_AFTER_S after
+        start-up: first the glyphs the live plots' texts may show (render/plots.py glyph_steps: a glyph's first
+        use otherwise renders it inside a paint), then the next registered model's form and plots (``_stage``).
+        ``_frame`` lets full collections run again once each is made, what it made frozen first
+        (app/collector.py)."""
+        if not self._ahead_left() or time.perf_counter() < self._ahead_from:
+            return
+        if self._glyphs_ahead:
+            self._glyphs_ahead = False
+            if self._plot_fonts is not None:
+                self.staging.add(("glyphs", "live plots"), glyph_steps(self._plot_fonts))
+                return
+        if not self._ahead:
             return
         cls = self._ahead.pop(0)
         if cls is not type(self.model):
@@ -885,7 +898,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if now - self._counters["t"] >= STATUS_INTERVAL_S:
             self._update_status()
         if not self.running and self._step_target is None and not self._busy() and not self.staging.busy \
-                and not (self.stage_ahead and self._ahead):
+                and not self._ahead_left():
             self.timer.stop()   # nothing to do until the next change; changes refresh directly
 
     def _step_budget(self) -> float:

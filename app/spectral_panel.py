@@ -38,7 +38,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import logging
-import string
 import time
 from pathlib import Path
 from typing import Callable
@@ -55,7 +54,7 @@ from latticelab.app.staging import another_step_fits
 from latticelab.app.stepping import ModelAccess, ProcessGone, SharedProcess
 from latticelab.render.gl_renderer import current_is_software
 from latticelab.render.isosurface import SpectrumIsoView
-from latticelab.render.plots import one_font_manager, warm_up_steps
+from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps
 from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
 from latticelab.sim.analysis import spectral
 from latticelab.sim.io import free_path
@@ -74,9 +73,7 @@ STAGE_FACES = 4_000              # faces drawn a slice there (about 2.7 us a fac
 SYNC_REMESH_CELLS = 1 << 16      # volumes up to 40^3 are meshed at once on a new iso value; larger ones by a worker
 PREPARE_MS = 40                  # the hidden dock's preparation: a step per tick of a timer this often
 PREPARE_SLICE_S = 0.008          # a tick's budget of steps (at least one; app/staging.py another_step_fits)
-GLYPHS = string.ascii_letters + string.digits + string.punctuation + " ±…"
 GLYPHS_PER_STEP = 2              # glyphs rendered a step (4-7 ms each on llvmpipe beside a running model)
-TEXT_FACE = "OpenSans"           # VisPy's default face, the one every text of the canvas uses
 UPDATE_PIECES = ("view", "mean", "histogram", "caption")
 USE_PROCESS = True               # jobs of NumPy models in the worker process (False: on the worker thread)
 FOLDER_KEY = "folders/export"    # the window's remembered export folder, shared with screenshots
@@ -588,11 +585,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
             # with bench responsiveness, a grabbed hidden canvas made every frame of the window some 13 ms slower
             # on llvmpipe (Swendsen-Wang 2D L=256: 20 steps in 5 s instead of 70). Its visuals are drawn once
             # offscreen only when it has a context already (it was shown before).
-            font = self._fonts.get_font(TEXT_FACE)
-            for i in range(0, len(GLYPHS), GLYPHS_PER_STEP):
-                for char in GLYPHS[i:i + GLYPHS_PER_STEP]:
-                    font[char]                  # rendered into the font's atlas now, not at a draw
-                yield "glyphs"
+            yield from glyph_steps(self._fonts, GLYPHS_PER_STEP)    # into the font's atlas now, not at a draw
         if self._spectrum_ndim != ndim:
             for piece in self._dimension_steps(ndim):
                 yield f"{ndim}D {piece}"

@@ -1,6 +1,7 @@
-"""The window makes the other registered models' forms and plots while idle (app/main_window.py _stage_ahead), a
-slice per frame as for a switch, so that a first switch to one stages nothing; what it made is frozen and full
-collections run again once it is done (app/collector.py). Nothing here is timed: steps are counted."""
+"""The window makes the live plots' glyphs and the other registered models' forms and plots while idle
+(app/main_window.py _stage_ahead), a slice per frame as for a switch, so that a first switch to one stages
+nothing; what it made is frozen and full collections run again once it is done (app/collector.py). Nothing here
+is timed: steps are counted."""
 from __future__ import annotations
 
 import pytest
@@ -27,6 +28,9 @@ def test_the_other_models_are_made_ahead_and_a_first_switch_stages_nothing(make_
         assert cls in window._plot_sets                                   # its live plots
         assert window.controls.stage_form(cls.Params) is None             # its form: nothing left to make
     assert not window.collector.held                                      # released, what was made frozen
+    from latticelab.render.plots import GLYPHS, TEXT_FACE
+    font = window._plot_fonts.get_font(TEXT_FACE)                         # every glyph the plots may show,
+    assert all(char in font._glyphs for char in GLYPHS)                  # rendered before any text needs it
     for cls in others:
         window.staging.log = []
         assert window.switch_model(cls.name)
