@@ -43,6 +43,24 @@ class Tracer:
                 return original(*args, **kwargs)
         setattr(owner, name, timed)
 
+    def wrap_steps(self, owner, name: str, prefix: str) -> None:
+        """Time each step of the generator ``owner.name`` returns, labelled ``prefix: <what it yielded>`` (a
+        step's name is known only once it has run)."""
+        original = getattr(owner, name)
+        tracer = self
+
+        def stepped(*args, **kwargs):
+            steps = original(*args, **kwargs)
+            while True:
+                start = time.perf_counter()
+                try:
+                    what = next(steps)
+                except StopIteration:
+                    return
+                tracer.spans.append((start, time.perf_counter(), tracer._depth, f"{prefix}: {what}"))
+                yield what
+        setattr(owner, name, stepped)
+
     def _gc(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._gc_start = time.perf_counter()
@@ -64,6 +82,7 @@ class Tracer:
         self.wrap(RegionCachedCanvas, "_spread_rebuild", lambda c, *a: "a share of a spread redraw")
         from latticelab.app.spectral_panel import SpectralPanel
         self.wrap(SpectralPanel, "_prepare_tick", "spectrum dock: preparing while hidden")
+        self.wrap_steps(SpectralPanel, "_prepare_steps", "step")
         self.wrap(SpectralPanel, "request", "spectrum dock: request")
         self.wrap(CapabilityDock, "refresh", lambda d: f"refresh {d.objectName()}")
         # the frame tick's parts, on the classes: the timer is connected to the bound method when the window
