@@ -28,7 +28,8 @@ No frame may wait long for the dock either (issue 16: 50 ms). So a result is sho
 (``UPDATE_PIECES``: the spectrum view, the spherical mean, the histogram, the caption, each followed by a draw):
 each draw then lays out and uploads only one plot's new ticks and lines, and a piece that would change nothing
 (the same caption, the same axes) changes nothing. And before the dock is first shown -- and again when the model
-changes between 2D and 3D while it is hidden -- it is prepared a step per tick of a timer (``_prepare_steps``):
+changes between 2D and 3D while it is hidden -- it is prepared a step per tick of a timer (``_prepare_steps``;
+not while the window changes model, ``hold_preparation``):
 the glyphs of its text rendered (each new glyph costs milliseconds on the CPU), the view for
 the model's dimension made, and each visual drawn once offscreen so its shaders are compiled, as the analysis
 docks do (app/analysis_dock.py ``_warm_steps``).
