@@ -578,7 +578,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     @property
     def staged_ahead(self) -> bool:
-        """Every registered model's form and plots are made (or nothing is to be made ahead)."""
+        """The live plots' glyphs and every registered model's form and plots are made (or nothing is to be made
+        ahead)."""
         return not self._ahead_left() and not self.staging.busy
 
     def _ahead_left(self) -> bool:

@@ -196,9 +196,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.canvas = make_canvas("spectral_canvas", (760, 440), (360, 240), bgcolor=(0.08, 0.08, 0.1, 1.0),
                                   cached=True)
         self.grid = self.canvas.central_widget.add_grid(spacing=4, margin=4)
-        self.main_cell = self.grid.add_view(row=0, col=0, row_span=2, bgcolor=(0, 0, 0, 1))
-        self.main_cell.stretch = (1.4, 1)
-        self.canvas.add_region(self.main_cell, every_draw=True)    # turned by the mouse, its mesh staged
+        self._add_main_cell()
         mean_grid = self.grid.add_grid(row=0, col=1)
         hist_grid = self.grid.add_grid(row=1, col=1)
         self.mean_plot = SphericalMeanPlot(mean_grid)
@@ -247,6 +245,13 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.info = info_label("spectral_info", lines=3)
         layout.addWidget(self.info)
         self.setWidget(body)
+
+    def _add_main_cell(self) -> None:
+        """The spectrum view's ViewBox in the grid's first column, a region of the canvas redrawn at every draw
+        (turned by the mouse, its mesh staged)."""
+        self.main_cell = self.grid.add_view(row=0, col=0, row_span=2, bgcolor=(0, 0, 0, 1))
+        self.main_cell.stretch = (1.4, 1)
+        self.canvas.add_region(self.main_cell, every_draw=True)
 
     def _learn_renderer(self, event=None) -> None:
         """At the first draw (the canvas's GL context is current): is the renderer a software one?"""
@@ -436,9 +441,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.grid.remove_widget(self.main_cell)
         self.canvas.remove_region(self.main_cell)
         self.main_cell.parent = None
-        self.main_cell = self.grid.add_view(row=0, col=0, row_span=2, bgcolor=(0, 0, 0, 1))
-        self.main_cell.stretch = (1.4, 1)
-        self.canvas.add_region(self.main_cell, every_draw=True)
+        self._add_main_cell()
         yield "view box"
         with one_font_manager(self._fonts):
             self._spectrum_view = (SpectrumImageView(self.main_cell) if ndim == 2
