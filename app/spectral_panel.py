@@ -32,7 +32,8 @@ changes between 2D and 3D while it is hidden -- it is prepared a step per tick o
 not while the window changes model, ``hold_preparation``):
 the glyphs of its text rendered (each new glyph costs milliseconds on the CPU), the view for
 the model's dimension made, and each visual drawn once offscreen so its shaders are compiled, as the analysis
-docks do (app/analysis_dock.py ``_warm_steps``).
+docks do (app/analysis_dock.py ``_warm_steps``). Shown before that view was made (soon after a change of
+dimension), the dock makes it a step per frame while its first spectrum computes (``_begin_dimension``).
 """
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ SOFTWARE_GL_FACES = 20_000       # a software renderer's mesh budget (some 60 ms
 STAGE_FACES = 4_000              # faces drawn a slice there (about 2.7 us a face: 11 ms), render/isosurface.py
 SYNC_REMESH_CELLS = 1 << 16      # volumes up to 40^3 are meshed at once on a new iso value; larger ones by a worker
 PREPARE_MS = 40                  # the hidden dock's preparation: a step per tick of a timer this often
+VIEW_STEP_MS = 30               # between two steps making the shown dock's view for a new dimension (a frame)
 PREPARE_SLICE_S = 0.008          # a tick's budget of steps (at least one; app/staging.py another_step_fits)
 GLYPHS_PER_STEP = 2              # glyphs rendered a step (4-7 ms each on llvmpipe beside a running model)
 UPDATE_PIECES = ("view", "mean", "histogram", "caption")
@@ -162,6 +164,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         for executor in (self._executor, self._mesh_executor):
             self.destroyed.connect(lambda *_, e=executor: e.shutdown(wait=False, cancel_futures=True))
         self._spectrum_ndim = None
+        self._view_steps = None       # the steps left making the view for a new dimension while on screen
         self._pending: dict = {}      # the pieces of the last result not shown yet: name -> what shows it
         self.pieces_shown = collections.deque(maxlen=64)   # (draw number, piece), for tests and benchmarks
         self._draws = 0               # draws of the canvas so far
@@ -342,7 +345,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         if identity != self._identity:
             self._identity = identity
             self.accumulator = spectral.SpectrumAccumulator()
-            self._set_dimension(len(model.shape))
+            self._begin_dimension(len(model.shape))
         elif not force and step is not None and step == self._shown_step:
             return None
         self._shown_step = step
@@ -426,23 +429,48 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.last_error = text
         self.info.setText(text)
 
-    def _set_dimension(self, ndim: int) -> None:
-        for _ in self._dimension_steps(ndim):
-            pass
+    def _begin_dimension(self, ndim: int) -> None:
+        """Make the spectrum view for ``ndim`` a step per tick of the event loop, while the first job computes on
+        the worker (made at once, each step took 20-50 ms of one frame on llvmpipe when the dock was shown soon
+        after a change of dimension). Showing a result finishes what is left (``_show_view``)."""
+        self._prepare_iter = None     # a hidden preparation left unfinished: these steps take over
+        self._view_steps = self._dimension_steps(ndim)
+        self._view_step()
+
+    def _view_step(self) -> None:
+        """One step of making the view; the next one after a frame."""
+        if self._view_steps is None:
+            return
+        try:
+            with one_font_manager(self._fonts):
+                next(self._view_steps)
+        except StopIteration:
+            self._view_steps = None
+            return
+        QtCore.QTimer.singleShot(VIEW_STEP_MS, self._view_step)
+
+    def _finish_view(self) -> None:
+        """The steps left making the view, at once (a result to be shown all at once)."""
+        while self._view_steps is not None:
+            self._view_step()
 
     def _dimension_steps(self, ndim: int):
         """Make the spectrum view for ``ndim`` in two steps (its ViewBox, then its visuals: 10-25 ms each on
-        llvmpipe), so the hidden dock's preparation takes them in separate slices."""
+        llvmpipe), so that they can be taken in separate slices."""
         view = self._spectrum_view
         if view is not None and self._spectrum_ndim == ndim and view.view is self.main_cell:
             return
-        # a fresh ViewBox for the new kind of view (image or 3D), in the same grid cell; until the view is made in
-        # it, the old view (no longer drawn) takes what may come for it
-        self.grid.remove_widget(self.main_cell)
-        self.canvas.remove_region(self.main_cell)
-        self.main_cell.parent = None
-        self._add_main_cell()
-        yield "view box"
+        if view is None or view.view is self.main_cell:
+            # a fresh ViewBox for the new kind of view (image or 3D), in the same grid cell; until the view is
+            # made in it, the old view (no longer drawn) takes what may come for it. (The first view too: made in
+            # the cell the canvas was built with, its mesh's first paint request was lost in a GUI test -- the
+            # canvas was never painted again.)
+            self.grid.remove_widget(self.main_cell)
+            self.canvas.remove_region(self.main_cell)
+            self.main_cell.parent = None
+            self._add_main_cell()
+            yield "view box"
+        # else the cell is still empty (made by the steps of a preparation left unfinished)
         with one_font_manager(self._fonts):
             self._spectrum_view = (SpectrumImageView(self.main_cell) if ndim == 2
                                    else SpectrumIsoView(self.main_cell, max_faces=self.max_faces(),
@@ -514,6 +542,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
             self._next_piece()
 
     def _show_view(self, job: SpectrumJob, result: SpectrumResult) -> None:
+        self._finish_view()           # mostly done while the job computed
         view = self._spectrum_view
         if result.image is not None:
             view.show_image(result.image)
@@ -525,6 +554,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
             self._apply_iso(self.iso_value())
 
     def _caption_for(self, job: SpectrumJob, result: SpectrumResult) -> str:
+        self._finish_view()
         if result.image is not None:
             return f"|FFT| of {job.field_name}, k = 0 at the centre"
         return _iso_caption(job.field_name, self._spectrum_view)
@@ -546,7 +576,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         if self.on_screen() or not self._window_shown():
             self._prepare_iter = None
             return
-        if self.hold_preparation():
+        if self.hold_preparation() or self._view_steps is not None:
             return                   # later, where its steps do not add to a switch's frames
         if self._prepare_iter is None:
             model = self._model()

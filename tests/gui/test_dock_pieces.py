@@ -122,11 +122,12 @@ def test_the_spectrum_view_of_another_dimension_is_made_in_two_steps_and_a_dropp
                                                                                                      qtbot):
     """The view for another dimension is made a piece per preparation step (its ViewBox, then its visuals); a
     preparation dropped between them (the dock shown meanwhile) leaves the grid's cell empty, and the next
-    ``_set_dimension`` makes the view in it, even for the dimension the old view had."""
+    ``_begin_dimension`` makes the view in it, even for the dimension the old view had."""
     from latticelab.render.isosurface import SpectrumIsoView
     window, panel = _spectrum_window(make_window, qtbot, dim=2, L=16)
     panel.prepare_timer.stop()
-    panel._set_dimension(2)
+    panel._begin_dimension(2)
+    panel._finish_view()
     old_view, old_cell = panel._spectrum_view, panel.main_cell
     steps = panel._dimension_steps(3)
     assert next(steps) == "view box"
@@ -134,9 +135,52 @@ def test_the_spectrum_view_of_another_dimension_is_made_in_two_steps_and_a_dropp
     assert list(steps) == [] and isinstance(panel._spectrum_view, SpectrumIsoView)
     steps = panel._dimension_steps(2)
     next(steps)                                     # dropped after its ViewBox
-    panel._set_dimension(3)                         # the dimension of the view in hand: made again all the same
+    panel._begin_dimension(3)                       # the dimension of the view in hand: made again all the same
+    panel._finish_view()
     assert isinstance(panel._spectrum_view, SpectrumIsoView) and panel._spectrum_view.view is panel.main_cell
     assert panel.main_cell.parent is not None       # the view is in the grid, not in a ViewBox taken out of it
+
+
+def test_a_dock_shown_before_its_view_is_made_makes_it_a_step_per_tick(make_window, qtbot):
+    """Shown right after a change of dimension, before its hidden preparation made the view for it, the dock makes
+    that view a step per pass of the event loop while its first spectrum computes, not all in the pass that
+    starts the job, and shows the spectrum in it."""
+    from latticelab.render.isosurface import SpectrumIsoView
+    window, panel = _spectrum_window(make_window, qtbot, dim=2, L=16)
+    qtbot.waitUntil(lambda: "2D view" in panel.prepared_steps and panel._prepare_iter is None, timeout=30000)
+    panel.prepare_timer.stop()                      # nothing prepared for the new dimension
+    assert window.set_parameter("dim", 3)
+    qtbot.waitUntil(lambda: len(window.model.shape) == 3, timeout=60000)
+    passes = [0]
+    probe = QtCore.QTimer(interval=1, timerType=QtCore.Qt.TimerType.PreciseTimer)
+    probe.timeout.connect(lambda: passes.__setitem__(0, passes[0] + 1))
+    made = []                                       # (what, probe firings so far)
+    steps_of = panel._dimension_steps
+
+    def recorded_steps(ndim):
+        for what in steps_of(ndim):
+            made.append((what, passes[0]))
+            yield what
+        made.append(("view", passes[0]))
+    panel._dimension_steps = recorded_steps
+    started = []
+    request = panel.request
+    panel.request = lambda force=False: started.append((request(force), len(made))) or started[-1][0]
+    probe.start()
+    try:
+        panel.show()
+        panel.raise_()
+        qtbot.waitUntil(lambda: any(ok for ok, _ in started), timeout=15000)
+        qtbot.waitUntil(lambda: panel._view_steps is None and not panel.computing and not panel._pending,
+                        timeout=30000)
+    finally:
+        probe.stop()
+    assert [what for what, _ in made] == ["view box", "view"]
+    assert [n for ok, n in started if ok] == [1]    # the job started with the view's first step only
+    assert made[1][1] > made[0][1]                  # the event loop ran between the two steps
+    view = panel._spectrum_view
+    assert isinstance(view, SpectrumIsoView) and view.view is panel.main_cell and view.volume is not None
+    assert "view" in [name for _, name in panel.pieces_shown]
 
 
 def test_a_new_spectrum_is_shown_a_piece_per_draw(make_window, qtbot):
