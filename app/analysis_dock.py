@@ -20,11 +20,12 @@ from vispy import scene
 
 from latticelab.app.stepping import ModelAccess
 from latticelab.render.cached_canvas import RegionCachedCanvas
-from latticelab.render.plots import one_font_manager, warm_up_steps
+from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps
 
 PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
 DOCK_DRAW_BUDGET_S = 0.006   # a cached dock canvas draws this much of a redraw per paint (at least one region)
 PLACEMENT_SPACING_S = 0.06   # after a dock appeared or went, the next one appears this much later (a few frames)
+AHEAD_GLYPHS_PER_STEP = 2    # glyphs rendered a step while a hidden dock is prepared (4-7 ms each on llvmpipe)
 CANVAS_AFTER_DOCK_MS = 20    # a dock's canvas is shown this long after the dock (a paint of the window between)
 RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
 
@@ -49,10 +50,16 @@ def make_canvas(name: str, size: tuple[int, int], minimum: tuple[int, int],
     return canvas
 
 
-def redraw(canvas) -> None:
-    """The plots of ``canvas`` changed: all of them are drawn again (spread over paints on a cached canvas)."""
+def redraw(canvas, *plots) -> None:
+    """The plots of ``canvas`` changed (``plots``: only these, render/spectral.py ``_Plot``s): they are drawn again
+    (spread over paints on a cached canvas, a region at a time)."""
     if isinstance(canvas, RegionCachedCanvas):
-        canvas.invalidate_regions()
+        if plots:
+            for plot in plots:
+                for part in plot.data_parts:
+                    canvas.invalidate(part)
+        else:
+            canvas.invalidate_regions()
     canvas.update()
 
 
@@ -199,18 +206,24 @@ def class_has(model_class, *capabilities) -> bool:
 
 class AnalysisDock(QtWidgets.QDockWidget):
     """A dock of the analysis panels. A subclass sets its own state after ``__init__`` here, then calls
-    ``_start``, which builds its body (``_build``) and starts its refresh timer."""
+    ``_start``, which builds its body (``_build``) and starts its refresh timer. A dock with plots keeps their
+    VisPy canvas in ``canvas``; the window prepares its first show while idle (``ahead_steps``)."""
+    _showing_next = False        # (CapabilityDock) its plots are being made for a show that follows at once
 
     def __init__(self, title: str, name: str, parent=None, model_source: Callable[[], object] | None = None):
         super().__init__(title, parent, objectName=name)
         self.model_source = model_source
         self.last_error = ""
         self.timer: QtCore.QTimer | None = None
+        self.canvas = None
+        self.fonts = None            # the font manager every text of the dock shares (glyphs rendered once)
+        self.prepared_ahead = False  # ``ahead_steps`` ran to the end
 
     def _start(self, refresh_ms: int | None = None, when_shown: Callable[[], object] | None = None) -> None:
         """Build the body (its text through one font manager); call ``when_shown`` soon after each time the dock
         is shown; ``refresh`` every ``refresh_ms``."""
-        with one_font_manager():
+        with one_font_manager() as fonts:
+            self.fonts = fonts
             self._build()
         if when_shown is not None:
             self.visibilityChanged.connect(lambda visible: visible and QtCore.QTimer.singleShot(0, self, when_shown))
@@ -239,6 +252,99 @@ class AnalysisDock(QtWidgets.QDockWidget):
 
     def on_screen(self) -> bool:
         return on_screen(self)
+
+    # ==== its first show, prepared ahead ======================================================
+    def ahead_steps(self):
+        """Steps that prepare the hidden dock's first show, for the window to run a slice per frame while idle
+        (app/main_window.py ``_stage_ahead``): the glyphs its text may show, its canvas made where it is made
+        late (``_canvas_steps``), each visual drawn once offscreen, the dock at its tab's size. Without them the
+        first show of the Graph dock drew its canvas in one 250 ms paint on llvmpipe (shaders compiled, glyphs
+        rendered), and the Study dock's made its plot and drew it in 200 ms (3D L=128 paused, 2 cores). They stop
+        when the dock is shown meanwhile: its own paints then do what is left."""
+        if self.fonts is not None:
+            for what in glyph_steps(self.fonts, AHEAD_GLYPHS_PER_STEP):
+                yield what
+                if self.on_screen():
+                    return
+        for what in self._canvas_steps():
+            yield what
+        if self.canvas is None or self.on_screen():
+            return
+        for steps in (self._warm_steps(), self._sized_steps()):
+            for what in steps:
+                yield what
+                if self.on_screen():
+                    return
+        self.prepared_ahead = True
+
+    def _canvas_steps(self):
+        """The steps making ``canvas`` and its plots, for a dock that makes them after ``_build``."""
+        return iter(())
+
+    def _warm_steps(self):
+        """Draw each visual of the (hidden) canvas once offscreen, so the first draw on screen finds its shaders
+        compiled and its glyphs uploaded. A canvas never shown has no GL context yet: grabbing its (empty,
+        small) framebuffer makes one first; until then its visuals must not be drawn (they would be made in
+        another canvas's context)."""
+        canvas = self.canvas
+        native = canvas.native
+        if not hasattr(native, "grabFramebuffer") or not self.window_is_shown():
+            return
+        if not native.isVisible():
+            scene_visible = canvas.scene.visible
+            canvas.scene.visible = False          # the grab only makes the context: nothing drawn yet
+            try:
+                native.grabFramebuffer()
+            finally:
+                canvas.scene.visible = scene_visible
+            yield "context"
+        for drawn in warm_up_steps(canvas, canvas.scene):
+            yield f"drew {drawn}"
+
+    def _sized_steps(self):
+        """Last, while the dock is still hidden: the size its tab will give it, and the canvas's grids laid out
+        at that size a piece per step, so that its first show places no cell. VisPy places every cell of a grid
+        whose rectangle changed, and each placement updates the transforms of every visual inside: the Signal
+        dock's grids were laid out in each of its first three paints after a switch to the cortex, 7-18 ms
+        each on the H100's host (bench window --trace)."""
+        canvas = self.canvas
+        if canvas.native.isVisible() or not self.window_is_shown():
+            return
+        if self._showing_next:
+            return      # made at its show (not ahead): laid out in the paints after it, a budget's worth each
+        self._take_a_tabs_size()
+        body = self.widget()
+        if body is not None and body.layout() is not None:
+            # the dock's layout sized its body, whose own layout waits for the body's show to place the canvas
+            body.layout().invalidate()
+            body.layout().activate()
+        if isinstance(canvas, RegionCachedCanvas):
+            yield from canvas.lay_out_hidden(canvas.budget_s)
+        else:
+            yield "sized"
+
+    def window_is_shown(self) -> bool:
+        top = self.parentWidget()
+        return top is not None and top.isVisible()
+
+    def _take_a_tabs_size(self) -> None:
+        """Before it is shown as a tab of a group on screen: take the size of the group's current tab, which it
+        gets once shown. Shown at another size, Qt laid its widgets out twice (the canvas at its least size, then
+        at the tab's), and a GL canvas is painted at each resize (Qt's QOpenGLWidget does: 13-14 ms each on the
+        H100 in a switch to the cortex, bench window --trace)."""
+        window = self.parentWidget()
+        if self.isFloating() or not isinstance(window, QtWidgets.QMainWindow):
+            return                                     # its own window keeps the size the user gave it
+        plots = getattr(window, "plot_dock", None)     # the group install_dock put it in (a hidden dock has none)
+        group = window.tabifiedDockWidgets(self)
+        if not group and isinstance(plots, QtWidgets.QDockWidget) and not plots.isFloating() \
+                and window.dockWidgetArea(plots) == window.dockWidgetArea(self):
+            group = [plots]
+        for other in group:
+            if on_screen(other):
+                self.resize(other.size())
+                self.layout().activate()        # its widgets placed now, hidden: one resize event each at the show
+                return
 
     # ==== closing ==============================================================================
     def shutdown(self) -> None:
@@ -317,48 +423,9 @@ class CapabilityDock(AnalysisDock):
         yield from self._warm_steps()
         yield from self._sized_steps()
 
-    def _warm_steps(self):
-        """Draw each visual of the (hidden) canvas once offscreen, so the first draw on screen finds its shaders
-        compiled and its glyphs uploaded. A canvas never shown has no GL context yet: grabbing its (empty,
-        small) framebuffer makes one first; until then its visuals must not be drawn (they would be made in
-        another canvas's context)."""
-        canvas = self.canvas
-        native = canvas.native
-        if not hasattr(native, "grabFramebuffer") or not self.window_is_shown():
-            return
-        if not native.isVisible():
-            scene_visible = canvas.scene.visible
-            canvas.scene.visible = False          # the grab only makes the context: nothing drawn yet
-            try:
-                native.grabFramebuffer()
-            finally:
-                canvas.scene.visible = scene_visible
-            yield "context"
-        for drawn in warm_up_steps(canvas, canvas.scene):
-            yield f"drew {drawn}"
-
-    def _sized_steps(self):
-        """Last, while the dock is still hidden: the size its tab will give it, and the canvas's grids laid out
-        at that size a piece per step, so that its first show places no cell. VisPy places every cell of a grid
-        whose rectangle changed, and each placement updates the transforms of every visual inside: the Signal
-        dock's grids were laid out in each of its first three paints after a switch to the cortex, 7-18 ms
-        each on the H100's host (bench window --trace)."""
-        canvas = self.canvas
-        if not isinstance(canvas, RegionCachedCanvas) or canvas.native.isVisible() or not self.window_is_shown():
-            return
-        if self._showing_next:
-            return      # made at its show (not ahead): laid out in the paints after it, a budget's worth each
-        self._take_a_tabs_size()
-        body = self.widget()
-        if body is not None and body.layout() is not None:
-            # the dock's layout sized its body, whose own layout waits for the body's show to place the canvas
-            body.layout().invalidate()
-            body.layout().activate()
-        yield from canvas.lay_out_hidden(canvas.budget_s)
-
-    def window_is_shown(self) -> bool:
-        top = self.parentWidget()
-        return top is not None and top.isVisible()
+    def ahead_steps(self):
+        """None here: the plots are made, warmed and sized ahead for a coming model they apply to (``stage_for``)."""
+        return iter(())
 
     def stage_for(self, model_class):
         """The steps that make this dock's plots ahead for a coming ``model_class`` model (None: it does not
@@ -403,25 +470,6 @@ class CapabilityDock(AnalysisDock):
                 # the live plots take its place, not whichever tab Qt picks (a dock shown for the first time
                 # draws its canvas for the first time: hundreds of ms on a software renderer)
                 plots.raise_()
-
-    def _take_a_tabs_size(self) -> None:
-        """Before it is shown as a tab of a group on screen: take the size of the group's current tab, which it
-        gets once shown. Shown at another size, Qt laid its widgets out twice (the canvas at its least size, then
-        at the tab's), and a GL canvas is painted at each resize (Qt's QOpenGLWidget does: 13-14 ms each on the
-        H100 in a switch to the cortex, bench window --trace)."""
-        window = self.window
-        if self.isFloating():
-            return                                     # its own window keeps the size the user gave it
-        plots = getattr(window, "plot_dock", None)     # the group install_dock put it in (a hidden dock has none)
-        group = window.tabifiedDockWidgets(self)
-        if not group and isinstance(plots, QtWidgets.QDockWidget) and not plots.isFloating() \
-                and window.dockWidgetArea(plots) == window.dockWidgetArea(self):
-            group = [plots]
-        for other in group:
-            if on_screen(other):
-                self.resize(other.size())
-                self.layout().activate()        # its widgets placed now, hidden: one resize event each at the show
-                return
 
     @contextlib.contextmanager
     def _canvas_after_dock(self):

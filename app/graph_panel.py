@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from latticelab.app.analysis_dock import RIGHT, AnalysisDock, info_label, install_dock, make_canvas
+from latticelab.app.analysis_dock import RIGHT, AnalysisDock, info_label, install_dock, make_canvas, redraw
 from latticelab.app.stepping import ModelAccess, ProcessGone, SharedProcess
 from latticelab.render.graph_plots import DegreePlot, SmallWorldPlot
 from latticelab.sim.analysis import graph as G
@@ -166,7 +166,8 @@ class GraphPanel(AnalysisDock):
         layout = self._body()
         self.info = info_label("graph_info", selectable=True)
         layout.addWidget(self.info)
-        self.canvas = make_canvas("graph_canvas", (700, 320), (320, 200))
+        # cached: a new result redraws its plot only, and the first picture is drawn a plot's part per paint
+        self.canvas = make_canvas("graph_canvas", (700, 320), (320, 200), cached=True)
         grid = self.canvas.central_widget.add_grid(spacing=4, margin=4)
         self.degree_plot = DegreePlot(grid.add_grid(row=0, col=0))
         self.curve_plot = SmallWorldPlot(grid.add_grid(row=0, col=1))
@@ -241,7 +242,7 @@ class GraphPanel(AnalysisDock):
         self.result = result
         self.info.setText(describe(result))
         self.degree_plot.set_data(result["histogram"])
-        self.canvas.update()
+        redraw(self.canvas, self.degree_plot)
 
     def _failed(self, text: str) -> None:
         self.last_error = text
@@ -258,6 +259,7 @@ class GraphPanel(AnalysisDock):
         probabilities, samples = list(self.probabilities), self.curve_samples
         self.curve = None
         self.curve_plot.set_data([], [], [], self._current_p)
+        redraw(self.canvas, self.curve_plot)
         self.curve_info.setText("small-world curve: building p = 0 …")
 
         def job(emit, cancelled):
@@ -281,7 +283,7 @@ class GraphPanel(AnalysisDock):
         self.curve = curve
         p, c, l_ = curve.ratios()
         self.curve_plot.set_data(p, c, l_, self._current_p)
-        self.canvas.update()
+        redraw(self.canvas, self.curve_plot)
         name = "square clustering C4" if curve.measure == "square" else "Newman's C"
         self.curve_info.setText(f"small-world curve ({name}, {curve.field}): {len(curve.points)} of "
                                 f"{len(self.probabilities)} points")

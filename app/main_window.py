@@ -25,6 +25,7 @@ from latticelab.app import study_panel
 from latticelab.app import recording
 from latticelab.app import help_menu, log_panel, undo, view_menu
 from latticelab.app import cell_readout, colour_key
+from latticelab.app.analysis_dock import AnalysisDock
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons, share_gl_contexts
@@ -114,6 +115,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.stage_ahead = interactive
         self._ahead = list(all_models().values())
         self._glyphs_ahead = True            # the live plots' glyphs rendered ahead too (before the models)
+        self._docks_ahead = None             # the analysis docks whose first show is prepared ahead (then)
         self._ahead_from = time.perf_counter() + STAGE_AHEAD_AFTER_S
         self.staging = Staging()             # the next model's form and plots, made ahead a slice per frame
         self.collector = None                # app/collector.py: when full collections may run (set at start-up)
@@ -578,17 +580,19 @@ class MainWindow(QtWidgets.QMainWindow):
 
     @property
     def staged_ahead(self) -> bool:
-        """The live plots' glyphs and every registered model's form and plots are made (or nothing is to be made
-        ahead)."""
+        """The live plots' glyphs, the hidden analysis docks' first shows and every registered model's form and
+        plots are made (or nothing is to be made ahead)."""
         return not self._ahead_left() and not self.staging.busy
 
     def _ahead_left(self) -> bool:
-        return self.stage_ahead and bool(self._ahead or self._glyphs_ahead)
+        return self.stage_ahead and bool(self._ahead or self._glyphs_ahead or self._docks_ahead is None
+                                         or self._docks_ahead)
 
     def _stage_ahead(self) -> None:
         """While idle (no switch prepared, nothing staged), queue what is made ahead, from STAGE_AHEAD_AFTER_S after
         start-up: first the glyphs the live plots' texts may show (render/plots.py glyph_steps: a glyph's first
-        use otherwise renders it inside a paint), then the next registered model's form and plots (``_stage``).
+        use otherwise renders it inside a paint), then each hidden analysis dock's first show
+        (app/analysis_dock.py ``ahead_steps``), then the next registered model's form and plots (``_stage``).
         ``_frame`` lets full collections run again once each is made, what it made frozen first
         (app/collector.py)."""
         if not self._ahead_left() or time.perf_counter() < self._ahead_from:
@@ -597,6 +601,13 @@ class MainWindow(QtWidgets.QMainWindow):
             self._glyphs_ahead = False
             if self._plot_fonts is not None:
                 self.staging.add(("glyphs", "live plots"), glyph_steps(self._plot_fonts))
+                return
+        if self._docks_ahead is None:
+            self._docks_ahead = self.findChildren(AnalysisDock)
+        while self._docks_ahead:
+            dock = self._docks_ahead.pop(0)
+            if not dock.on_screen():
+                self.staging.add(("dock", dock.objectName()), dock.ahead_steps())
                 return
         if not self._ahead:
             return

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
-from latticelab.app.analysis_dock import RIGHT, AnalysisDock, install_dock, make_canvas
+from latticelab.app.analysis_dock import RIGHT, AnalysisDock, install_dock, make_canvas, redraw
 from latticelab.app.graph_panel import Worker
 from latticelab.render.plots import one_font_manager
 from latticelab.render.study_plots import QUANTITIES, StudyPlot
@@ -420,16 +420,39 @@ class StudyPanel(AnalysisDock):
         self.result_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         outer.addWidget(self.result_label)
 
-        # the plot is made when the dock is first shown (its axes and fonts cost a noticeable part of a second)
+        # the plot is made later (its axes and fonts cost a noticeable part of a second): ahead, a piece per step,
+        # while the window is idle (``_canvas_steps``), or at the dock's first show what is left
         self.canvas = self.plot = None
         self._plot_layout = outer
+        self._plot_iter = None
         self.visibilityChanged.connect(lambda visible: visible and self._draw())
 
+    def _canvas_steps(self):
+        """The steps making the canvas and its plot (shared by the window's preparation and a first show)."""
+        if self._plot_iter is None:
+            self._plot_iter = self._plot_pieces()
+        return self._plot_iter
+
+    def _plot_pieces(self):
+        with one_font_manager(self.fonts):
+            # cached: its first picture drawn a part per paint, the background shown until then
+            canvas = make_canvas("study_canvas", (520, 340), (320, 220), cached=True)
+            pieces = StudyPlot.in_steps(canvas.central_widget.add_grid(spacing=4, margin=4))
+        yield "canvas"
+        while True:
+            with one_font_manager(self.fonts):
+                try:
+                    what = next(pieces)
+                except StopIteration as made:
+                    plot = made.value
+                    break
+            yield f"plot {what}"
+        self._plot_layout.addWidget(canvas.native, 1)
+        self.canvas, self.plot = canvas, plot
+
     def _make_plot(self) -> None:
-        with one_font_manager():
-            self.canvas = make_canvas("study_canvas", (520, 340), (320, 220))
-            self.plot = StudyPlot(self.canvas.central_widget.add_grid(spacing=4, margin=4))
-        self._plot_layout.addWidget(self.canvas.native, 1)
+        for _ in self._canvas_steps():
+            pass
 
     # ---- messages ------------------------------------------------------------------------------------------------
     def _message(self, text: str, error: bool = False) -> None:
@@ -695,7 +718,7 @@ class StudyPanel(AnalysisDock):
             t_c = (r.T_c, r.T_c_err) if r.T_c is not None else None
             self.plot.set_data(view.curves[quantity], quantity, t_c)
             self.result_label.setText(describe_result(r))
-        self.canvas.update()
+        redraw(self.canvas)    # its title and labels follow the quantity: every part
 
     # ---- files -----------------------------------------------------------------------------------------------------
     def _dialog(self, title: str, filters: str, save: bool = False, name: str = "") -> Path | None:

@@ -49,3 +49,40 @@ def test_without_making_ahead_a_first_switch_stages_the_form_and_plots(make_wind
     qtbot.waitUntil(lambda: window.model.name == other.name, timeout=90000)
     staged = {key for _n, key, _what in window.staging.log}
     assert ("form", other.name) in staged and ("plots", other.name) in staged
+
+
+def test_the_hidden_docks_first_shows_are_prepared_ahead(make_window, qtbot):
+    """Behind their tabs, the Graph and Study docks are prepared while the window is idle, a step per slice:
+    their glyphs rendered, the Study dock's plot made (it used to be made at its first show), each visual drawn
+    once offscreen. The first show then makes nothing, and the cached canvas draws its picture a part per paint."""
+    window = make_window()
+    window._ahead_from = 0.0                   # at once, not STAGE_AHEAD_AFTER_S after start-up
+    window._ahead = []                         # the other models' forms and plots: another test's
+    graph, study = window.graph_panel, window.study_panel
+    made = {}
+    for dock in (graph, study):
+        def recorded(steps=dock.ahead_steps, name=dock.objectName()):
+            for what in steps():
+                made.setdefault(name, []).append((window.staging.slices, what))
+                yield what
+        dock.ahead_steps = recorded
+    assert study.canvas is None and not graph.prepared_ahead
+    window.stage_ahead = True
+    window.timer.start()                       # as a window that was just shown (the frame loop runs)
+    qtbot.waitUntil(lambda: window.staged_ahead, timeout=60000)
+    for dock in (graph, study):
+        assert dock.prepared_ahead and not dock.on_screen()
+        steps = [what for _slice, what in made[dock.objectName()]]
+        assert "glyphs" in steps and any(what.startswith("drew ") for what in steps)
+        slices = [n for n, _what in made[dock.objectName()]]
+        assert len(set(slices)) > 5                                # spread over many slices, not one
+    assert any(what.startswith("plot ") for _slice, what in made["study_dock"])
+    canvas, plot = study.canvas, study.plot
+    assert canvas is not None and plot is not None
+    study.show()
+    study.raise_()
+    qtbot.waitUntil(study.on_screen, timeout=10000)
+    qtbot.waitUntil(lambda: canvas.full_draws > 0 and not canvas.stale, timeout=20000)
+    assert study.canvas is canvas and study.plot is plot         # nothing made again at the show
+    picture = canvas.render()[..., :3]
+    assert picture.std() > 5                                     # its axes and labels, not a blank canvas
