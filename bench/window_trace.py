@@ -151,6 +151,8 @@ def traced_application(tracer: Tracer):
     from PySide6 import QtCore, QtWidgets
 
     _NESTED = (QtCore.QEvent.Type.Paint, QtCore.QEvent.Type.Resize, QtCore.QEvent.Type.Show)
+    # LATTICELAB_TRACE_PAINTS=all: every widget's paint, resize and show inside an event (Qt's own widgets too)
+    every_paint = os.environ.get("LATTICELAB_TRACE_PAINTS") == "all"
 
     class TracedApplication(QtWidgets.QApplication):
         def notify(self, receiver, event):
@@ -159,8 +161,8 @@ def traced_application(tracer: Tracer):
                 # inside an event: only what Qt does to the GL canvases (their paints within the window's paint,
                 # their resizes), to tell their share of an UpdateRequest from Qt's composition of the window
                 if kind in _NESTED and isinstance(receiver, QtWidgets.QWidget) \
-                        and receiver.objectName().endswith("canvas"):
-                    with tracer.span(f"{kind.name} -> {receiver.objectName()}"):
+                        and (receiver.objectName().endswith("canvas") or every_paint):
+                    with tracer.span(f"{kind.name} -> {receiver.objectName() or type(receiver).__name__}"):
                         return super().notify(receiver, event)
                 return super().notify(receiver, event)
             name = type(receiver).__name__
