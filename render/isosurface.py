@@ -20,8 +20,9 @@ reduction (``factor``).
 Even within that budget one draw of the mesh takes some 80 ms there (2 cores; about 2.7 microseconds a face, nearly
 all of it llvmpipe's rasterizer threads on many tiny faces), longer than a frame may block. So a view given
 ``stage_faces`` draws a new mesh in slices into an offscreen picture of the canvas's size (``StagedPicture``: a
-slice of faces a timer tick, each finished with glFinish, so its cost is paid there) and shows the picture, a
-single textured quad, once complete; until then the last complete picture stays. The picture is of one camera:
+slice of faces a timer tick, each finished with glFinish, so its cost is paid there; at most ``stage_faces`` a
+slice, fewer when a slice would take longer than ``STAGE_SLICE_S`` at the rate the last one was drawn) and shows
+the picture, a single textured quad, once complete; until then the last complete picture stays. The picture is of one camera:
 after the camera or the canvas size changed it is drawn again the same way (while the user turns the view, the
 picture follows in steps of a few ticks rather than at every draw).
 """
@@ -202,17 +203,20 @@ class StagedPicture:
     background included; ``extras``: nodes of the same scene drawn into the picture after
     the mesh, and no longer on screen (the box around the surface, whose hidden edges the surface's depths hide)."""
 
-    def __init__(self, surface, faces: int, frame, extras=()):
+    def __init__(self, surface, faces: int, frame, extras=(), budget_s: float | None = None):
         self.surface = surface
-        self.faces = int(faces)
+        self.faces = int(faces)            # faces a slice at most
+        # a slice's time: the faces of the next slice follow the rate of the last one (None: ``faces`` each)
+        self.budget_s = budget_s
+        self._per_slice = None             # faces of the next slice (None: ``faces``)
         self.extras = list(extras)
         self.background = tuple(frame.bgcolor.rgba)
         self.picture = Picture(parent=frame)
         self._buffers = [None, None]       # (framebuffer, colour texture, size) front and back
         self._front_key = None             # (mesh serial, camera key, size) of the front picture
         self._mesh_serial = 0
-        self._slices = []                  # index buffers of the mesh's slices
-        self._next = None                  # the next slice to draw into the back picture, or None
+        self._host_faces = None            # the mesh's faces (host array) the slices are cut from, or None
+        self._next = None                  # the first face of the next slice to draw into the back picture, or None
         self._back_key = None
         self.steps = 0                     # slices drawn (tests, benchmarks)
         self.restaged = 0                  # pictures drawn again for another camera or size
@@ -236,12 +240,7 @@ class StagedPicture:
         """The surface has a new mesh: start drawing it into the back picture (the front stays shown)."""
         self._mesh_serial += 1
         faces = self.surface.host_faces
-        n = self.surface.n_faces
-        if faces is None or n == 0:
-            self._slices = []
-        else:
-            self._slices = [gloo.IndexBuffer(np.ascontiguousarray(faces[i:i + self.faces]))
-                            for i in range(0, n, self.faces)]
+        self._host_faces = faces[:self.surface.n_faces] if faces is not None and self.surface.n_faces else None
         self._next = 0
         self._back_key = None
 
@@ -307,12 +306,19 @@ class StagedPicture:
         if key != self._back_key:             # the camera or the size changed meanwhile: start again
             self._back_key, self._next = key, 0
         size = key[2]
-        chunk = self._slices[self._next:self._next + 1]
-        last = self._next + 1 >= len(self._slices)
+        total = 0 if self._host_faces is None else len(self._host_faces)
+        count = min(self._per_slice or self.faces, self.faces)
+        chunk = [] if total == 0 else [gloo.IndexBuffer(np.ascontiguousarray(
+            self._host_faces[self._next:self._next + count]))]
+        last = self._next + count >= total
+        start = time.perf_counter()
         self._draw_into(canvas, 1, size, chunk, clear=self._next == 0, extras=last)
+        if self.budget_s is not None and chunk:
+            rate = count / max(time.perf_counter() - start, 1e-4)        # faces a second, this slice
+            self._per_slice = int(min(self.faces, max(MIN_STAGE_FACES, rate * self.budget_s)))
         self.steps += 1
-        self._next += 1
-        if self._next >= len(self._slices):
+        self._next += count
+        if last:
             self._buffers.reverse()
             self._next = None
             self._show_front(key)
@@ -380,6 +386,10 @@ def box_segments(lo, hi) -> np.ndarray:
 
 
 STAGE_INTERVAL_S = 0.01         # between two slices of a staged picture: the event loop runs in between
+# a slice's time: 4000 faces took 11 ms on an idle llvmpipe, 13-40 ms beside a running model and spectrum worker
+# (bench responsiveness, traced), on top of the window's paint when both fell into one pass of the event loop
+STAGE_SLICE_S = 0.006
+MIN_STAGE_FACES = 200           # a slice draws at least this many faces (the picture is finished in time)
 
 
 class SpectrumIsoView:
@@ -419,7 +429,7 @@ class SpectrumIsoView:
                 self.staged = None
             return
         if self.staged is None:
-            self.staged = StagedPicture(self.surface, faces, self.view, extras=[self.box])
+            self.staged = StagedPicture(self.surface, faces, self.view, extras=[self.box], budget_s=STAGE_SLICE_S)
             self.staged.on_pending = self._run_stage_timer
             if self.mesh is not None:
                 self._stage()

@@ -78,3 +78,24 @@ def test_turning_the_view_draws_the_picture_again_in_slices(qtbot):
     assert np.any(turned != before)
     view.set_staging(None)
     np.testing.assert_array_equal(turned, main_cell_pixels(panel))
+
+
+def test_slices_follow_the_time_budget_and_give_the_same_picture(qtbot):
+    """A slice that took longer than the budget makes the next ones smaller (down to MIN_STAGE_FACES faces), as
+    many more slices; the picture is the direct draw's all the same."""
+    from latticelab.render.isosurface import MIN_STAGE_FACES
+    window, panel, view = staged_view(qtbot)
+    view.set_staging(4 * SLICE)
+    view.staged.budget_s = 1e-9                        # every slice is over it
+    log = SliceLog(view.staged)
+    panel.iso_slider.setValue(80)
+    faces = view.mesh.n_faces
+    assert faces > 4 * SLICE + 4 * MIN_STAGE_FACES
+    qtbot.waitUntil(lambda: not view.staging, timeout=20000)
+    log.probe.stop()
+    # the first slice at the cap, each one after it at the least (more if the camera moved and it began again)
+    assert len(log.at_slices) >= 1 + -(-(faces - 4 * SLICE) // MIN_STAGE_FACES)
+    assert view.staged._per_slice == MIN_STAGE_FACES
+    staged = main_cell_pixels(panel)
+    view.set_staging(None)
+    np.testing.assert_array_equal(staged, main_cell_pixels(panel))
