@@ -148,10 +148,14 @@ def test_the_status_bar_names_the_cell_under_the_mouse_and_its_spin(ising_window
         point = QtCore.QPoint(int(xy[0]), int(xy[1]))
         expected = f"x={column}  y={row}   spins={int(spins[row, column]):+d}"
 
+        looks = [0]
+
         def hovered(point=point, expected=expected) -> bool:
             # moved again at each look: the CI's two test processes share one X display, and a window of the
-            # other one appearing under the pointer sends this canvas a leave event that clears the readout
-            qtbot.mouseMove(window.lattice_canvas.native, point)
+            # other one appearing under the pointer sends this canvas a leave event that clears the readout.
+            # A pixel to one side every other look: Qt drops a move to where the pointer already is
+            looks[0] += 1
+            qtbot.mouseMove(window.lattice_canvas.native, point + QtCore.QPoint(looks[0] % 2, 0))
             return label.text() == expected
 
         qtbot.waitUntil(hovered, timeout=15000)
