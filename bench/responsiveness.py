@@ -15,6 +15,10 @@ For each case, over ``--seconds`` of the event loop it measures:
 - the full collections of Python's cycle collector and the longest (every thread waits while one runs). The
   window's objects alive after start-up are frozen first (app/collector.py ``freeze_after_start``), as the
   application does.
+A last case brings each dock tab never shown so far to the front (the first show of a dock: its canvas's first
+paint), after the window made ahead what it makes while idle (``MainWindow.staged_ahead``: on in the application,
+off in scripted windows until set), paused on the 3D lattice: the longest event-loop gap in ``--tab-seconds``
+after each raise.
 Timings depend on what else the machine does: a worker thread and the GUI thread share the CPU's cores.
 Needs a display with OpenGL (Xvfb with Mesa's software renderer is enough) and PySide6.
 """
@@ -30,6 +34,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--L3", type=int, default=128, help="side of the 3D lattice under the Spectrum dock")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured run")
     parser.add_argument("--tick-ms", type=int, default=5, help="period of the event-loop probe timer")
+    parser.add_argument("--tab-seconds", type=float, default=2.0,
+                        help="how long each dock tab's first show is watched")
     parser.add_argument("--size", default="1400x860", help="window size in pixels, WxH")
     parser.add_argument("--out-dir", default=None,
                         help="where responsiveness-CPU.json is written (default bench/results)")
@@ -207,6 +213,36 @@ def case_spectrum(window, probe, args, running: bool) -> dict:
             "algorithm": "metropolis", **result}
 
 
+def case_first_tabs(window, probe, args) -> dict:
+    """Each dock tabified with the live plots and not shown yet, brought to the front in turn (as a click on its
+    tab), once the window has made ahead what it makes while idle; the live plots in front again between."""
+    from PySide6 import QtWidgets
+    window.set_running(False)
+    window.stage_ahead = True
+    window.timer.start()          # paused, the frame loop had stopped: it runs while something is to be made
+    deadline = time.perf_counter() + 180
+    while not window.staged_ahead and time.perf_counter() < deadline:
+        wait_events(0.1)
+    staged = window.staged_ahead
+    wait_events(0.5)
+    plots = window.plot_dock
+    tabs = {}
+    for dock in window.tabifiedDockWidgets(plots):
+        if dock.isHidden() or not isinstance(dock, QtWidgets.QDockWidget):
+            continue
+        start = time.perf_counter()
+        dock.raise_()
+        wait_events(args.tab_seconds)
+        end = time.perf_counter()
+        tabs[dock.windowTitle()] = round(1000 * max(probe.gaps(probe.loop_ticks, start, end)), 1)
+        plots.raise_()
+        wait_events(0.5)
+    longest = max(tabs.values(), default=None)
+    return {"name": "first show of each dock tab, 3D lattice paused", "lattice": f"3D L={args.L3}",
+            "algorithm": "metropolis", "made_ahead_first": staged, "longest_gap_after_raise_ms": tabs,
+            "longest_event_loop_gap_ms": longest}
+
+
 def collections(case: dict) -> str:
     longest = case["longest_full_collection_ms"]
     if not case["full_collections"]:
@@ -245,6 +281,7 @@ def main(args) -> int:
         window.set_parameter("dim", 3, also={"L": args.L3, "algorithm": "metropolis", "T": 4.0, "p": 0.0})
         cases.append(case_spectrum(window, probe, args, running=True))
         cases.append(case_spectrum(window, probe, args, running=False))
+        cases.append(case_first_tabs(window, probe, args))
     finally:                               # main may run inside a longer process (a test): leave it as it was
         import gc
         probe.stop()
@@ -255,6 +292,11 @@ def main(args) -> int:
     device = f"CPU, {cores} cores, NumPy"
     print(f"device: {device}; event-loop probe every {args.tick_ms} ms; {args.seconds:g} s per case")
     for c in cases:
+        if "longest_gap_after_raise_ms" in c:
+            tabs = ", ".join(f"{name} {gap:.0f} ms" for name, gap in c["longest_gap_after_raise_ms"].items())
+            print(f"{c['name']} (made ahead first: {'yes' if c['made_ahead_first'] else 'NO'}): longest "
+                  f"event-loop gap after the raise: {tabs or 'no tab to show'}")
+            continue
         served = c["menu_request_served_after_ms"]
         extra = ""
         if "spectra_shown" in c:

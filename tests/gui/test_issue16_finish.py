@@ -118,18 +118,22 @@ def test_responsiveness_benchmark_dry_run_writes_its_cases(tmp_path, qtbot):
     assert BENCHMARKS["responsiveness"][0] == "responsiveness"
     parser = argparse.ArgumentParser()
     responsiveness.add_arguments(parser)
-    args = parser.parse_args(["--L2", "32", "--L3", "16", "--seconds", "1", "--out-dir", str(tmp_path)])
+    args = parser.parse_args(["--L2", "32", "--L3", "16", "--seconds", "1", "--tab-seconds", "0.3",
+                              "--out-dir", str(tmp_path)])
     assert responsiveness.main(args) == 0
     doc = json.loads((tmp_path / "responsiveness-CPU.json").read_text())
     assert doc["device"].startswith("CPU")
-    sw, spectrum_running, spectrum_paused = doc["cases"]
+    sw, spectrum_running, spectrum_paused, tabs = doc["cases"]
+    assert tabs["made_ahead_first"] is True
+    assert {"Graph", "Study"} <= set(tabs["longest_gap_after_raise_ms"])    # the tabs not shown before
+    assert tabs["longest_event_loop_gap_ms"] == max(tabs["longest_gap_after_raise_ms"].values()) > 0
     assert sw["algorithm"] == "swendsen-wang" and sw["lattice"] == "2D L=32"
     assert spectrum_running["lattice"] == spectrum_paused["lattice"] == "3D L=16"
     for case in (sw, spectrum_running):                   # running: steps were committed, the frame loop ticked
         assert case["steps_committed"] > 0 and case["frame_ticks"] > 0
         assert case["longest_frame_gap_ms"] >= case["median_frame_gap_ms"] > 0
     assert spectrum_paused["steps_committed"] == 0 and spectrum_paused["longest_frame_gap_ms"] is None
-    for case in doc["cases"]:
+    for case in (sw, spectrum_running, spectrum_paused):
         assert case["event_loop_ticks"] > 0 and case["longest_event_loop_gap_ms"] > 0
         assert isinstance(case["menu_opened"], bool)
         assert case["full_collections"] >= 0
