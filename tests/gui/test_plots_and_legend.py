@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
-from PySide6 import QtCore, QtWidgets  # noqa: E402
+from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 
 from gui_helpers import pixels_at  # noqa: E402
 from latticelab.app import spectral_panel  # noqa: E402
@@ -148,14 +148,18 @@ def test_the_status_bar_names_the_cell_under_the_mouse_and_its_spin(ising_window
         point = QtCore.QPoint(int(xy[0]), int(xy[1]))
         expected = f"x={column}  y={row}   spins={int(spins[row, column]):+d}"
 
-        looks = [0]
-
         def hovered(point=point, expected=expected) -> bool:
-            # moved again at each look: the CI's two test processes share one X display, and a window of the
-            # other one appearing under the pointer sends this canvas a leave event that clears the readout.
-            # A pixel to one side every other look: Qt drops a move to where the pointer already is
-            looks[0] += 1
-            qtbot.mouseMove(window.lattice_canvas.native, point + QtCore.QPoint(looks[0] % 2, 0))
+            # The move is sent to the canvas itself and the readout read at once, again at each look (waitUntil
+            # looks every 10 ms or more: VisPy drops a move within 10 ms of the last one it took). The CI's test
+            # processes share one X display, where another process's window appearing under the pointer sends
+            # this canvas a leave event that clears the readout; qtbot.mouseMove processes pending events after
+            # the move (such a leave among them) and Qt drops a synthetic move to where the pointer already is:
+            # with twelve processes on the GPU machine the readout stayed empty for 15 s
+            canvas = window.lattice_canvas.native
+            move = QtGui.QMouseEvent(QtCore.QEvent.Type.MouseMove, QtCore.QPointF(point),
+                                     QtCore.QPointF(canvas.mapToGlobal(point)), QtCore.Qt.MouseButton.NoButton,
+                                     QtCore.Qt.MouseButton.NoButton, QtCore.Qt.KeyboardModifier.NoModifier)
+            QtWidgets.QApplication.sendEvent(canvas, move)
             return label.text() == expected
 
         qtbot.waitUntil(hovered, timeout=15000)
