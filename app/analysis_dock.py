@@ -204,6 +204,42 @@ def class_has(model_class, *capabilities) -> bool:
     return any(isinstance(model_class, c) for c in capabilities)
 
 
+def take_a_tabs_size(dock: QtWidgets.QDockWidget) -> None:
+    """Before ``dock`` is shown as a tab of a group on screen: take the size of the group's current tab, which it
+    gets once shown. Shown at another size, Qt laid its widgets out twice (the canvas at its least size, then
+    at the tab's), and a GL canvas is painted at each resize (Qt's QOpenGLWidget does: 13-14 ms each on the
+    H100 in a switch to the cortex, bench window --trace)."""
+    window = dock.parentWidget()
+    if dock.isFloating() or not isinstance(window, QtWidgets.QMainWindow):
+        return                                     # its own window keeps the size the user gave it
+    plots = getattr(window, "plot_dock", None)     # the group install_dock put it in (a hidden dock has none)
+    group = window.tabifiedDockWidgets(dock)
+    if not group and isinstance(plots, QtWidgets.QDockWidget) and not plots.isFloating() \
+            and window.dockWidgetArea(plots) == window.dockWidgetArea(dock):
+        group = [plots]
+    for other in group:
+        if on_screen(other):
+            dock.resize(other.size())
+            dock.layout().activate()        # its widgets placed now, hidden: one resize event each at the show
+            return
+
+
+def sized_steps(dock: QtWidgets.QDockWidget, canvas):
+    """Steps giving a hidden ``dock`` the size its tab will give it (``take_a_tabs_size``), its body laid out, and
+    ``canvas``'s grids laid out at that size (a cached canvas: a budget's worth a step), so that its first show
+    neither resizes the canvas nor places a cell."""
+    take_a_tabs_size(dock)
+    body = dock.widget()
+    if body is not None and body.layout() is not None:
+        # the dock's layout sized its body, whose own layout waits for the body's show to place the canvas
+        body.layout().invalidate()
+        body.layout().activate()
+    if isinstance(canvas, RegionCachedCanvas):
+        yield from canvas.lay_out_hidden(canvas.budget_s)
+    else:
+        yield "sized"
+
+
 class AnalysisDock(QtWidgets.QDockWidget):
     """A dock of the analysis panels. A subclass sets its own state after ``__init__`` here, then calls
     ``_start``, which builds its body (``_build``) and starts its refresh timer. A dock with plots keeps their
@@ -312,39 +348,11 @@ class AnalysisDock(QtWidgets.QDockWidget):
             return
         if self._showing_next:
             return      # made at its show (not ahead): laid out in the paints after it, a budget's worth each
-        self._take_a_tabs_size()
-        body = self.widget()
-        if body is not None and body.layout() is not None:
-            # the dock's layout sized its body, whose own layout waits for the body's show to place the canvas
-            body.layout().invalidate()
-            body.layout().activate()
-        if isinstance(canvas, RegionCachedCanvas):
-            yield from canvas.lay_out_hidden(canvas.budget_s)
-        else:
-            yield "sized"
+        yield from sized_steps(self, canvas)
 
     def window_is_shown(self) -> bool:
         top = self.parentWidget()
         return top is not None and top.isVisible()
-
-    def _take_a_tabs_size(self) -> None:
-        """Before it is shown as a tab of a group on screen: take the size of the group's current tab, which it
-        gets once shown. Shown at another size, Qt laid its widgets out twice (the canvas at its least size, then
-        at the tab's), and a GL canvas is painted at each resize (Qt's QOpenGLWidget does: 13-14 ms each on the
-        H100 in a switch to the cortex, bench window --trace)."""
-        window = self.parentWidget()
-        if self.isFloating() or not isinstance(window, QtWidgets.QMainWindow):
-            return                                     # its own window keeps the size the user gave it
-        plots = getattr(window, "plot_dock", None)     # the group install_dock put it in (a hidden dock has none)
-        group = window.tabifiedDockWidgets(self)
-        if not group and isinstance(plots, QtWidgets.QDockWidget) and not plots.isFloating() \
-                and window.dockWidgetArea(plots) == window.dockWidgetArea(self):
-            group = [plots]
-        for other in group:
-            if on_screen(other):
-                self.resize(other.size())
-                self.layout().activate()        # its widgets placed now, hidden: one resize event each at the show
-                return
 
     # ==== closing ==============================================================================
     def shutdown(self) -> None:
@@ -455,7 +463,7 @@ class CapabilityDock(AnalysisDock):
             self.available = available
             if available:
                 self._plots()
-                self._take_a_tabs_size()
+                take_a_tabs_size(self)
                 with self._canvas_after_dock():
                     self.show()
                     if self.RAISE_WHEN_AVAILABLE:

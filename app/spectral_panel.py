@@ -48,7 +48,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
-from latticelab.app.analysis_dock import info_label, make_canvas
+from latticelab.app.analysis_dock import info_label, make_canvas, sized_steps
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
@@ -608,8 +608,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
 
     def _prepare_steps(self, ndim: int):
         """The steps preparing the hidden dock for a model of ``ndim`` dimensions: the glyphs of its text, the
-        spectrum view for ``ndim``, and, when the canvas has a GL context, a first (offscreen) draw of each
-        visual."""
+        spectrum view for ``ndim``, when the canvas has a GL context a first (offscreen) draw of each visual, and
+        the size its tab will give it."""
         canvas = self.canvas
         native = canvas.native
         if not hasattr(native, "grabFramebuffer"):
@@ -627,6 +627,10 @@ class SpectralPanel(QtWidgets.QDockWidget):
         if native.isValid():
             for drawn in warm_up_steps(canvas, canvas.scene):
                 yield f"drew {drawn}"
+        # last, the size its tab will give it and the canvas laid out at that size: raised, the dock was resized
+        # first (its canvas's resize and paint: 8-17 ms of the gap that showed it, bench responsiveness traced)
+        for what in sized_steps(self, canvas):
+            yield f"sized: {what}"
 
     # ==== iso value =============================================================================
     def iso_value(self) -> float:

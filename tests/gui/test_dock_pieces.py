@@ -94,6 +94,23 @@ def test_the_hidden_spectrum_dock_is_prepared_a_few_steps_per_tick(make_window, 
     assert all(c in font._glyphs for c in "|FFT| of spins, box edge")
 
 
+def test_the_hidden_spectrum_dock_takes_its_tabs_size_so_its_first_show_resizes_nothing(make_window, qtbot):
+    """The last steps of the hidden dock's preparation give it the size of the tab it shares with the live plots
+    and lay its canvas out there: raised, its canvas is neither resized nor laid out again (both cost a paint of
+    it inside the frame that shows it)."""
+    window, panel = _spectrum_window(make_window, qtbot, dim=3, L=16)
+    qtbot.waitUntil(lambda: any(step.startswith("sized") for step in panel.prepared_steps)
+                    and panel._prepare_iter is None, timeout=30000)
+    assert panel.size() == window.plot_dock.size()
+    resized = []
+    panel.canvas.events.resize.connect(lambda event: resized.append(tuple(event.size)))
+    panel.raise_()
+    qtbot.waitUntil(panel.on_screen, timeout=10000)
+    qtbot.waitUntil(lambda: panel._draws > 2, timeout=20000)
+    assert resized == []
+    assert tuple(panel.canvas.central_widget.size) == tuple(panel.canvas.size)
+
+
 def test_the_hidden_spectrum_dock_waits_while_the_window_changes_model(make_window, qtbot):
     """Its preparation for a new dimension takes no step while the window settles (the new model built, its pieces
     made, the first moment after the swap: MainWindow.settling), and is made after that."""
