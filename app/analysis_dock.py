@@ -20,12 +20,11 @@ from vispy import scene
 
 from latticelab.app.stepping import ModelAccess
 from latticelab.render.cached_canvas import RegionCachedCanvas
-from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps
+from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps, with_font_manager
 
 PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
 DOCK_DRAW_BUDGET_S = 0.006   # a cached dock canvas draws this much of a redraw per paint (at least one region)
 PLACEMENT_SPACING_S = 0.06   # after a dock appeared or went, the next one appears this much later (a few frames)
-AHEAD_GLYPHS_PER_STEP = 2    # glyphs rendered a step while a hidden dock is prepared (4-7 ms each on llvmpipe)
 CANVAS_AFTER_DOCK_MS = 20    # a dock's canvas is shown this long after the dock (a paint of the window between)
 RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
 
@@ -298,7 +297,7 @@ class AnalysisDock(QtWidgets.QDockWidget):
         rendered), and the Study dock's made its plot and drew it in 200 ms (3D L=128 paused, 2 cores). They stop
         when the dock is shown meanwhile: its own paints then do what is left."""
         if self.fonts is not None:
-            for what in glyph_steps(self.fonts, AHEAD_GLYPHS_PER_STEP):
+            for what in glyph_steps(self.fonts):
                 yield what
                 if self.on_screen():
                     return
@@ -420,13 +419,8 @@ class CapabilityDock(AnalysisDock):
     def _made_and_warmed(self):
         with one_font_manager() as fonts:
             pieces = self._plot_steps()
-        while True:                   # each piece's text shares the one font manager (glyphs rendered once)
-            with one_font_manager(fonts):
-                try:
-                    what = next(pieces)
-                except StopIteration:
-                    break
-            yield what
+        # each piece's text shares the one font manager (glyphs rendered once)
+        yield from with_font_manager(pieces, fonts)
         self.plots_made = True
         yield from self._warm_steps()
         yield from self._sized_steps()

@@ -115,7 +115,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self.stage_ahead = interactive
         self._ahead = list(all_models().values())
         self._glyphs_ahead = True            # the live plots' glyphs rendered ahead too (before the models)
-        self._docks_ahead = None             # the analysis docks whose first show is prepared ahead (then)
         self._ahead_from = time.perf_counter() + STAGE_AHEAD_AFTER_S
         self.staging = Staging()             # the next model's form and plots, made ahead a slice per frame
         self.collector = None                # app/collector.py: when full collections may run (set at start-up)
@@ -141,6 +140,7 @@ class MainWindow(QtWidgets.QMainWindow):
         help_menu.install(self)        # Help menu (issue 16): usage (F1), keyboard shortcuts, about
         colour_key.install(self)       # colour key over the lattice, View > Show colour key (issue 16); after view_menu
         cell_readout.install(self)     # status bar: the cell or plot sample under the mouse (issue 16)
+        self._docks_ahead = self.findChildren(AnalysisDock)   # their first shows prepared ahead (_stage_ahead)
 
         self.timer = QtCore.QTimer(self, interval=FRAME_INTERVAL_MS, timerType=QtCore.Qt.TimerType.PreciseTimer)
         self.timer.timeout.connect(self._frame)
@@ -585,8 +585,7 @@ class MainWindow(QtWidgets.QMainWindow):
         return not self._ahead_left() and not self.staging.busy
 
     def _ahead_left(self) -> bool:
-        return self.stage_ahead and bool(self._ahead or self._glyphs_ahead or self._docks_ahead is None
-                                         or self._docks_ahead)
+        return self.stage_ahead and bool(self._ahead or self._glyphs_ahead or self._docks_ahead)
 
     def _stage_ahead(self) -> None:
         """While idle (no switch prepared, nothing staged), queue what is made ahead, from STAGE_AHEAD_AFTER_S after
@@ -602,8 +601,6 @@ class MainWindow(QtWidgets.QMainWindow):
             if self._plot_fonts is not None:
                 self.staging.add(("glyphs", "live plots"), glyph_steps(self._plot_fonts))
                 return
-        if self._docks_ahead is None:
-            self._docks_ahead = self.findChildren(AnalysisDock)
         while self._docks_ahead:
             dock = self._docks_ahead.pop(0)
             if not dock.on_screen():

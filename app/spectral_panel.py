@@ -56,7 +56,7 @@ from latticelab.app.staging import another_step_fits
 from latticelab.app.stepping import ModelAccess, ProcessGone, SharedProcess
 from latticelab.render.gl_renderer import current_is_software
 from latticelab.render.isosurface import SpectrumIsoView
-from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps
+from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps, with_font_manager
 from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
 from latticelab.sim.analysis import spectral
 from latticelab.sim.io import free_path
@@ -76,7 +76,6 @@ SYNC_REMESH_CELLS = 1 << 16      # volumes up to 40^3 are meshed at once on a ne
 PREPARE_MS = 40                  # the hidden dock's preparation: a step per tick of a timer this often
 VIEW_STEP_MS = 30               # between two steps making the shown dock's view for a new dimension (a frame)
 PREPARE_SLICE_S = 0.008          # a tick's budget of steps (at least one; app/staging.py another_step_fits)
-GLYPHS_PER_STEP = 2              # glyphs rendered a step (4-7 ms each on llvmpipe beside a running model)
 UPDATE_PIECES = ("view", "mean", "histogram", "caption")
 USE_PROCESS = True               # jobs of NumPy models in the worker process (False: on the worker thread)
 FOLDER_KEY = "folders/export"    # the window's remembered export folder, shared with screenshots
@@ -434,7 +433,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         the worker (made at once, each step took 20-50 ms of one frame on llvmpipe when the dock was shown soon
         after a change of dimension). Showing a result finishes what is left (``_show_view``)."""
         self._prepare_iter = None     # a hidden preparation left unfinished: these steps take over
-        self._view_steps = self._dimension_steps(ndim)
+        self._view_steps = with_font_manager(self._dimension_steps(ndim), self._fonts)
         self._view_step()
 
     def _view_step(self) -> None:
@@ -442,8 +441,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         if self._view_steps is None:
             return
         try:
-            with one_font_manager(self._fonts):
-                next(self._view_steps)
+            next(self._view_steps)
         except StopIteration:
             self._view_steps = None
             return
@@ -582,15 +580,14 @@ class SpectralPanel(QtWidgets.QDockWidget):
             model = self._model()
             if model is None or (self._spectrum_ndim == len(model.shape) and self.prepared_steps):
                 return
-            self._prepare_iter = self._prepare_steps(len(model.shape))
+            self._prepare_iter = with_font_manager(self._prepare_steps(len(model.shape)), self._fonts)
         start = time.perf_counter()
         took = None          # at least one step, then as the window's staging does
         while self._prepare_iter is not None and (took is None
                                                   or another_step_fits(start, took, PREPARE_SLICE_S)):
             step_start = time.perf_counter()
             try:
-                with one_font_manager(self._fonts):
-                    what = next(self._prepare_iter)
+                what = next(self._prepare_iter)
             except StopIteration:
                 self._prepare_iter = None
                 break
@@ -619,7 +616,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
             # with bench responsiveness, a grabbed hidden canvas made every frame of the window some 13 ms slower
             # on llvmpipe (Swendsen-Wang 2D L=256: 20 steps in 5 s instead of 70). Its visuals are drawn once
             # offscreen only when it has a context already (it was shown before).
-            yield from glyph_steps(self._fonts, GLYPHS_PER_STEP)    # into the font's atlas now, not at a draw
+            yield from glyph_steps(self._fonts)    # into the font's atlas now, not at a draw
         if self._spectrum_ndim != ndim:
             for piece in self._dimension_steps(ndim):
                 yield f"{ndim}D {piece}"

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
-from latticelab.app.analysis_dock import RIGHT, AnalysisDock, install_dock, make_canvas, redraw
+from latticelab.app.analysis_dock import RIGHT, AnalysisDock, install_dock, labelled_steps, make_canvas, redraw
 from latticelab.app.graph_panel import Worker
-from latticelab.render.plots import one_font_manager
+from latticelab.render.plots import one_font_manager, with_font_manager
 from latticelab.render.study_plots import QUANTITIES, StudyPlot
 from latticelab.sim.io import OutputError, free_path, write_atomic
 from latticelab.sim.models import get_model, model_names
@@ -439,14 +439,7 @@ class StudyPanel(AnalysisDock):
             canvas = make_canvas("study_canvas", (520, 340), (320, 220), cached=True)
             pieces = StudyPlot.in_steps(canvas.central_widget.add_grid(spacing=4, margin=4))
         yield "canvas"
-        while True:
-            with one_font_manager(self.fonts):
-                try:
-                    what = next(pieces)
-                except StopIteration as made:
-                    plot = made.value
-                    break
-            yield f"plot {what}"
+        plot = yield from labelled_steps(with_font_manager(pieces, self.fonts), "plot")
         self._plot_layout.addWidget(canvas.native, 1)
         self.canvas, self.plot = canvas, plot
 

@@ -503,6 +503,18 @@ def glyph_steps(fonts, per_step: int = 2):
         yield "glyphs"
 
 
+def with_font_manager(steps, fonts):
+    """Run the iterator ``steps`` a step at a time with ``fonts`` as every new text's font manager
+    (``one_font_manager``) during each step; yields what each step yields, returns what ``steps`` returns."""
+    while True:
+        with one_font_manager(fonts):
+            try:
+                what = next(steps)
+            except StopIteration as done:
+                return done.value
+        yield what
+
+
 @contextlib.contextmanager
 def one_font_manager(shared=None):
     """Let every text visual created inside share one font manager (``shared``, or a new one). VisPy otherwise
