@@ -40,6 +40,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out-dir", default=None,
                         help="where responsiveness-CPU.json is written (default bench/results)")
     parser.add_argument("--no-json", action="store_true", help="print the table only")
+    parser.add_argument("--slug", default="CPU",
+                        help="the results file is responsiveness-SLUG.json (another machine or renderer: another slug)")
 
 
 class EventLoopProbe:
@@ -277,6 +279,8 @@ def main(args) -> int:
     probe = EventLoopProbe(window, args.tick_ms)
     try:
         wait_events(0.5)
+        from latticelab.app.help_menu import opengl_info
+        renderer = opengl_info(window.lattice_canvas).get("OpenGL renderer", "an unknown OpenGL renderer")
         cases = [case_swendsen_wang(window, probe, args)]
         window.set_parameter("dim", 3, also={"L": args.L3, "algorithm": "metropolis", "T": 4.0, "p": 0.0})
         cases.append(case_spectrum(window, probe, args, running=True))
@@ -288,8 +292,9 @@ def main(args) -> int:
         window.close()
         app.processEvents()
         gc.unfreeze()
-    cores = os.cpu_count() or 0
-    device = f"CPU, {cores} cores, NumPy"
+    # the cores this process may run on (a `taskset` run counts what it was given, not the machine's)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
+    device = f"CPU, {cores} cores, NumPy; window drawn by {renderer}"
     print(f"device: {device}; event-loop probe every {args.tick_ms} ms; {args.seconds:g} s per case")
     for c in cases:
         if "longest_gap_after_raise_ms" in c:
@@ -317,6 +322,7 @@ def main(args) -> int:
     if not args.no_json:
         from latticelab.bench.cli import RESULTS_DIR
         from latticelab.bench.report import write_results
-        path = write_results("responsiveness", device, cases, out_dir=args.out_dir or str(RESULTS_DIR), slug="CPU")
+        path = write_results("responsiveness", device, cases, out_dir=args.out_dir or str(RESULTS_DIR),
+                             slug=args.slug)
         print(f"wrote {path}")
     return 0
