@@ -1,6 +1,7 @@
 """The live plots drawn through a cached picture (render/cached_canvas.py, under Xvfb): what the plot dock shows
 is what a full draw of the scene gives, also when a refresh is spread over several draws; a refresh redraws only
-the parts whose content changed; the window spreads it over frames while running and draws it whole when paused.
+the parts whose content changed; the window spreads it over frames while running, and over the event loop's
+passes when paused.
 
 Pixels on screen are read with ``grabFramebuffer()`` (a paint of the widget: the cached path); the reference is
 ``canvas.render()``, which always draws the whole scene directly.
@@ -13,6 +14,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from latticelab.app.main_window import PLOT_DRAW_BUDGET_S  # noqa: E402
 from latticelab.render.plots import X_AXIS  # noqa: E402
 
 from gui_helpers import on_screen as shown  # noqa: E402
@@ -29,6 +31,14 @@ def differing(a: np.ndarray, b: np.ndarray) -> float:
     return float((np.abs(a - b).max(axis=2) > 8).mean())
 
 
+def complete(qtbot, canvas) -> np.ndarray:
+    """What the canvas shows once every stale part is drawn (a budget's worth a paint: the window asks for the
+    next paint while parts are left), read with one more paint."""
+    canvas.update()
+    qtbot.waitUntil(lambda: not canvas.stale, timeout=10000)
+    return shown(canvas)
+
+
 def run(qtbot, window, steps: int) -> None:
     done = []
     window.run_steps(steps, then=lambda: done.append(True))
@@ -39,7 +49,7 @@ def run(qtbot, window, steps: int) -> None:
 def window(make_window, qtbot):
     w = make_window(L=16, T=2.2, seed=3)
     qtbot.waitUntil(lambda: w.plots is not None and w.plots.built, timeout=30000)
-    shown(w.plot_canvas)
+    complete(qtbot, w.plot_canvas)
     if not w.plot_canvas.caching:
         pytest.skip("the plot cache is turned off (LATTICELAB_PLOT_CACHE=off)")
     return w
@@ -85,8 +95,7 @@ def test_cached_plots_show_what_a_full_draw_shows(window, qtbot):
 def test_a_refresh_redraws_only_what_changed(window, qtbot):
     canvas, plots = window.plot_canvas, window.plots
     run(qtbot, window, 20)
-    shown(canvas)
-    assert not canvas.stale
+    complete(qtbot, canvas)
     times, values = window.runner.history.arrays()
     plots.update(times, values)            # the same data again: nothing to draw
     assert not canvas.stale
@@ -108,24 +117,38 @@ def test_a_refresh_redraws_only_what_changed(window, qtbot):
     assert all(k[0] == key for k in stale)
 
 
-def test_running_spreads_the_plots_over_frames_and_pausing_draws_them_all(window, qtbot):
+def test_running_spreads_the_plots_over_frames_and_paused_they_come_a_part_per_paint(window, qtbot):
     canvas = window.plot_canvas
     window.set_running(True)
     assert canvas.budget_s is not None
     qtbot.waitUntil(lambda: window.model.step_count > 40, timeout=30000)
     window.set_running(False)
-    assert canvas.budget_s is None
-    qtbot.waitUntil(lambda: not canvas.stale, timeout=10000)   # the pause drew what was left, at once
-    window._update_plots(force=True)
-    qtbot.waitUntil(lambda: not canvas.stale, timeout=10000)
+    assert canvas.budget_s is not None            # paused too: no paint draws a whole refresh
+    qtbot.waitUntil(lambda: not canvas.stale, timeout=10000)   # what the pause left came without frames
+    assert not window.timer.isActive()            # (the frame loop stopped: nothing to step)
+    canvas.budget_s = 0.0                         # one region per paint
+    drawn = []
+
+    def count(event):
+        drawn.append(canvas.last_draw["regions"])
+
+    canvas.events.draw.connect(count, position="last")
+    try:
+        canvas.invalidate_regions()               # every plot, axis and title to draw again
+        regions = sum(1 for node in canvas._stale if node.visible)
+        canvas.update()
+        qtbot.waitUntil(lambda: not canvas.stale, timeout=10000)
+    finally:
+        canvas.events.draw.disconnect(count)
+        canvas.budget_s = PLOT_DRAW_BUDGET_S
+    assert regions > 3 and max(drawn) == 1 and sum(drawn) >= regions     # a paint for each, one at a time
     assert differing(shown(canvas), direct(canvas)) < 0.0005
 
 
 def test_a_resized_canvas_draws_the_whole_scene_again(window, qtbot):
     canvas = window.plot_canvas
     run(qtbot, window, 10)
-    shown(canvas)
-    assert not canvas.stale
+    complete(qtbot, canvas)
     full_draws = canvas.full_draws
     width, height = canvas.native.width(), canvas.native.height()
     canvas.native.resize(width - 40, height - 30)      # the cached picture no longer fits: all drawn anew
@@ -141,7 +164,7 @@ def test_a_new_gl_context_makes_a_new_cache_without_deleting_the_old_name(window
     framebuffer in the new context) and draws the whole scene into a new one."""
     canvas = window.plot_canvas
     run(qtbot, window, 20)
-    shown(canvas)
+    complete(qtbot, canvas)
     old = canvas._fbo
     canvas.events.initialize()                      # what Qt's initializeGL of the new context sends
     assert canvas._fbo is None and not hasattr(old, "_glir")   # no DELETE can be queued for the old name
@@ -151,13 +174,12 @@ def test_a_new_gl_context_makes_a_new_cache_without_deleting_the_old_name(window
 
 
 def test_other_plots_shown_while_running_are_drawn_over_several_draws_behind_the_old_picture(window, qtbot):
-    """A switch shows another model's plots: while the window runs (a budget set) the new picture is drawn into
-    a second buffer a region or more per draw, the old one staying on screen until the new one is complete."""
+    """A switch shows another model's plots: the new picture is drawn into a second buffer a region or more per
+    draw, the old one staying on screen until the new one is complete."""
     canvas = window.plot_canvas
     window.background_builds = False
     run(qtbot, window, 20)
-    before = shown(canvas)
-    assert not canvas.stale
+    before = complete(qtbot, canvas)
     full_draws = canvas.full_draws
     assert window.switch_model("cahn-hilliard")
     assert window.plots is not None and window.plots.built
