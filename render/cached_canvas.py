@@ -18,10 +18,11 @@ would leave them.
 
 The whole scene is drawn again (into the texture) when the cache cannot be trusted: the first draw, a change
 of the canvas's size, or a change of which regions are visible or where they lie. What is drawn outside the
-regions is drawn only then: everything that changes must lie inside a region. When only the regions changed
-(another model's plots shown), or for the canvas's first picture, while a budget is set, that whole draw is
-itself spread: the new picture is drawn into a second texture, a budget's worth of regions per draw, while the
-old one (or the background) stays on screen, and shown once complete (a switch to the cortex drew its new plots in one 98 ms piece on the H100 before).
+regions is drawn only then: everything that changes must lie inside a region. While a budget is set, that whole
+draw is itself spread: the new picture is drawn into a second texture, a budget's worth of regions per draw,
+while the old one stays on screen (the background before the first; after a resize the old picture at its own
+size, from the top left corner), and shown once complete (a switch to the cortex drew its new plots in one
+98 ms piece on the H100 before, a resize of the live plots 58-78 ms).
 ``render()`` (images, exports) always draws the whole scene directly, and a canvas without visible regions
 draws as a plain SceneCanvas.
 
@@ -95,8 +96,10 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self.full_draws = 0             # how many draws drew the whole scene into the cache
         self.caching: bool | None = None   # None until the first draw: True unless LATTICELAB_PLOT_CACHE=off
         self.contexts = 0               # GL contexts the canvas has been given (more than one: it was moved)
+        self._resize_paint = False      # the next draw is the one Qt makes inside a resize event
         super().__init__(*args, **kwargs)
         self.events.initialize.connect(self._on_new_context)
+        self.events.resize.connect(self._on_resize_event)
 
     # ---- regions ---------------------------------------------------------------------------------
     def add_region(self, node, spill=(0, 0), every_draw: bool = False) -> None:
@@ -137,6 +140,9 @@ class RegionCachedCanvas(scene.SceneCanvas):
             return any(_visible(n) for n in self._regions)
         return self._laying_out or self._rebuild is not None or any(_visible(n) for n in self._stale)
 
+    def _on_resize_event(self, event=None) -> None:
+        self._resize_paint = True
+
     def _on_new_context(self, event=None) -> None:
         """The canvas was given a GL context: at its first show, and again whenever its widget moved to another
         top-level window (its dock floated, docked again, or moved by Reset layout). Textures, buffers and
@@ -167,20 +173,33 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self.set_current()
         size = tuple(int(v) for v in self.physical_size)
         new_size = self._fbo is None or self._picture.shape[:2] != size[::-1]
-        if new_size:
+        # resized after a picture was made, while a budget is set: that picture stays on screen, at its own size,
+        # while the new one is drawn over several draws (all at once, the live plots took 58-78 ms a resize)
+        keep_old = new_size and self._fbo is not None and self.full_draws > 0 and self.budget_s is not None
+        if new_size and not keep_old:
             self._make_cache(size)
             self._layout, self._rebuild = None, None
+        elif keep_old:
+            self._layout = None
+        in_resize, self._resize_paint = self._resize_paint, False
+        if keep_old and in_resize:
+            # Qt paints a resized GL widget inside its resize event, and again in the window's next paint: the
+            # first only shows the old picture (a share of the new one there cost 10 ms more per resize of the
+            # live plots, on top of Qt laying the window out), the new picture is begun at the second
+            self.last_draw = {"full": False, "regions": 0, "after resize": True}
+            self._show_picture()
+            return
         if new_size and self.full_draws == 0 and not self._laying_out and self.budget_s is not None:
             # The first draw at a new size before the first picture: Qt paints a GL widget inside the resize that
             # first shows it (after making its framebuffer: 13 ms on the H100 with the Signal dock, whose first
             # layout then took 9 ms more in the same event, bench window --trace). Nothing is lost by showing the
             # background there: the picture is made from the next paint on (the canvas stays stale, so its
-            # owner asks for it). Later resizes (a dock's edge dragged) draw as before.
+            # owner asks for it). Later resizes keep the old picture on screen meanwhile (``keep_old``).
             self.last_draw = {"full": False, "regions": 0, "after resize": True}
             self._show_picture()
             return
         placement = self._placement(regions)
-        if placement != self._layout and self.budget_s is not None and (self._layout is not None
+        if placement != self._layout and self.budget_s is not None and (self._layout is not None or keep_old
                                                                          or self.full_draws == 0):
             # other regions shown, or moved, while a budget is set (the window runs), or the canvas's first
             # picture: it is drawn anew into a second buffer, a budget's worth of regions per draw, and the one
@@ -267,8 +286,9 @@ class RegionCachedCanvas(scene.SceneCanvas):
         spent, drawn, outside = 0.0, 0, False
         if rebuild is None or rebuild.placement != placement:
             start = time.perf_counter()
-            if self._back is None or self._back[1].shape != self._picture.shape:
-                self._back = _picture_target(self._picture.shape[:2])
+            shape = tuple(int(v) for v in self.physical_size)[::-1]
+            if self._back is None or self._back[1].shape[:2] != shape:
+                self._back = _picture_target(shape)
             rebuild = self._rebuild = _Rebuild(placement, {n: self._pixel_rect(n) for n in regions}, list(regions))
             with self._drawing_into(self._back[0]), paint_requests_held(self):
                 self.context.clear(color=self.bgcolor, depth=True)
@@ -384,7 +404,19 @@ class RegionCachedCanvas(scene.SceneCanvas):
 
     def _show_picture(self) -> None:
         gloo.set_state(blend=False, depth_test=False, cull_face=False, scissor_test=False)
-        self._blit.draw("triangle_strip")
+        height, width = self._picture.shape[:2]
+        canvas_width, canvas_height = (int(v) for v in self.physical_size)
+        if (width, height) == (canvas_width, canvas_height):
+            self._blit.draw("triangle_strip")
+            return
+        # a picture of the size before a resize, shown while the new one is drawn: pixel for pixel from the top
+        # left corner (as the widgets around it stay put), the background around it
+        self.context.clear(color=self.bgcolor)
+        gloo.set_viewport(0, canvas_height - height, width, height)
+        try:
+            self._blit.draw("triangle_strip")
+        finally:
+            gloo.set_viewport(0, 0, canvas_width, canvas_height)
 
 
 def _picture_target(shape) -> tuple:

@@ -56,6 +56,8 @@ def test_plots_floated_and_docked_again_draw_their_lines_and_labels(make_window,
             qtbot.waitUntil(lambda: window.plot_dock.isFloating() == floating and canvas.native.isVisible(),
                             timeout=5000)
             qtbot.wait(50)
+            canvas.update()        # at a new size the picture is drawn anew over a few paints (render/cached_canvas.py)
+            qtbot.waitUntil(lambda: not getattr(canvas, "stale", False), timeout=10000)
             picture = shown(canvas)
             assert pixels_of(picture, COLOURS[0]) > 20, f"floating={floating}: no line of the first plot"
             assert pixels_of(picture, TEXT) > 50, f"floating={floating}: no titles or tick labels"

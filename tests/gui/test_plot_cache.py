@@ -145,17 +145,44 @@ def test_running_spreads_the_plots_over_frames_and_paused_they_come_a_part_per_p
     assert differing(shown(canvas), direct(canvas)) < 0.0005
 
 
-def test_a_resized_canvas_draws_the_whole_scene_again(window, qtbot):
+def test_a_resized_canvas_draws_the_whole_scene_again_behind_the_old_picture(window, qtbot):
     canvas = window.plot_canvas
     run(qtbot, window, 10)
-    complete(qtbot, canvas)
+    before = complete(qtbot, canvas)
     full_draws = canvas.full_draws
-    width, height = canvas.native.width(), canvas.native.height()
-    canvas.native.resize(width - 40, height - 30)      # the cached picture no longer fits: all drawn anew
-    image = shown(canvas)
-    assert canvas.full_draws > full_draws
-    assert image.shape[:2] == (height - 30, width - 40)
+    height, width = before.shape[:2]
+    canvas.budget_s = 0.0                              # one piece a paint
+    try:
+        inside = []
+
+        def count(event):
+            inside.append(dict(canvas.last_draw))
+
+        canvas.events.draw.connect(count, position="last")
+        try:
+            canvas.native.resize(width - 40, height - 30)   # the cached picture no longer fits: all drawn anew
+        finally:
+            canvas.events.draw.disconnect(count)
+        # Qt painted the widget inside its resize event: that paint only showed the old picture
+        assert inside == [{"full": False, "regions": 0, "after resize": True}]
+        draws = 0
+        while canvas.stale and draws < 200:
+            image = shown(canvas)
+            assert image.shape[:2] == (height - 30, width - 40)
+            if canvas.stale:                           # meanwhile the old picture, pixel for pixel, top left
+                assert differing(image, before[:height - 30, :width - 40]) < 0.0005
+            draws += 1
+    finally:
+        canvas.budget_s = PLOT_DRAW_BUDGET_S
+    assert draws > 3 and not canvas.stale and canvas.full_draws == full_draws + 1
     assert differing(image, direct(canvas)) < 0.0005
+    assert differing(image, before[:height - 30, :width - 40]) > 0.01     # laid out anew for the new size
+    canvas.budget_s = None                             # without a budget: the whole scene in the next draw
+    canvas.native.resize(width, height)
+    image = shown(canvas)
+    assert canvas.full_draws == full_draws + 2 and image.shape[:2] == (height, width)
+    assert differing(image, direct(canvas)) < 0.0005
+    canvas.budget_s = PLOT_DRAW_BUDGET_S
 
 
 def test_a_new_gl_context_makes_a_new_cache_without_deleting_the_old_name(window, qtbot):
