@@ -110,10 +110,17 @@ def wait_events(seconds: float) -> None:
 
 
 def settle(window, timeout: float = 120.0) -> None:
-    """Pause and let a batch in flight finish (its steps are committed), so the next case starts clean."""
+    """Pause and let a batch in flight finish (its steps are committed) and the live plots' picture be complete
+    where they are on screen (paused, a refresh is drawn a part per pass of the event loop: at start-up the
+    first picture takes a second of such paints on llvmpipe), so the next case starts clean."""
     window.set_running(False)     # the frame loop keeps ticking until it has collected the batch in flight
     deadline = time.perf_counter() + timeout
-    while window.stepper.busy and time.perf_counter() < deadline:
+    dock = window.plot_dock
+
+    def plots_pending() -> bool:
+        return window.plot_canvas.stale and dock.isVisible() and not dock.visibleRegion().isEmpty()
+
+    while (window.stepper.busy or plots_pending()) and time.perf_counter() < deadline:
         wait_events(0.05)
     wait_events(0.2)
 
@@ -279,6 +286,7 @@ def main(args) -> int:
     probe = EventLoopProbe(window, args.tick_ms)
     try:
         wait_events(0.5)
+        settle(window)                     # the start-up's own paints (the plots' first picture) are not a case
         from latticelab.app.help_menu import opengl_info
         renderer = opengl_info(window.lattice_canvas).get("OpenGL renderer", "an unknown OpenGL renderer")
         cases = [case_swendsen_wang(window, probe, args)]
