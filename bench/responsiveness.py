@@ -15,10 +15,12 @@ For each case, over ``--seconds`` of the event loop it measures:
 - the full collections of Python's cycle collector and the longest (every thread waits while one runs). The
   window's objects alive after start-up are frozen first (app/collector.py ``freeze_after_start``), as the
   application does.
+Before the first case the window makes ahead what the application's window makes while idle after start-up
+(``MainWindow.stage_ahead``: on in the application, off in scripted windows until set; ``make_ahead``: the live
+plots' glyphs, the hidden docks' first shows, the other models' forms and plots; until 7b47cfc the cases ran
+without it, the glyphs then rendered inside the first cases' plot paints) and the live plots' first picture.
 A last case brings each dock tab never shown so far to the front (the first show of a dock: its canvas's first
-paint), after the window made ahead what it makes while idle (``MainWindow.staged_ahead``: on in the application,
-off in scripted windows until set), paused on the 3D lattice: the longest event-loop gap in ``--tab-seconds``
-after each raise.
+paint), paused on the 3D lattice: the longest event-loop gap in ``--tab-seconds`` after each raise.
 Timings depend on what else the machine does: a worker thread and the GUI thread share the CPU's cores.
 Needs a display with OpenGL (Xvfb with Mesa's software renderer is enough) and PySide6.
 """
@@ -222,17 +224,24 @@ def case_spectrum(window, probe, args, running: bool) -> dict:
             "algorithm": "metropolis", **result}
 
 
+def make_ahead(window, timeout: float = 180.0) -> bool:
+    """Let the window make ahead, while idle, what the application's window makes ahead a few seconds after
+    start-up (``MainWindow.stage_ahead``, off in scripted windows until set: the live plots' glyphs, the hidden
+    docks' first shows, the other models' forms and plots); True once all is made."""
+    window.set_running(False)
+    window.stage_ahead = True
+    window.timer.start()          # paused, the frame loop had stopped: it runs while something is to be made
+    deadline = time.perf_counter() + timeout
+    while not window.staged_ahead and time.perf_counter() < deadline:
+        wait_events(0.1)
+    return window.staged_ahead
+
+
 def case_first_tabs(window, probe, args) -> dict:
     """Each dock tabified with the live plots and not shown yet, brought to the front in turn (as a click on its
     tab), once the window has made ahead what it makes while idle; the live plots in front again between."""
     from PySide6 import QtWidgets
-    window.set_running(False)
-    window.stage_ahead = True
-    window.timer.start()          # paused, the frame loop had stopped: it runs while something is to be made
-    deadline = time.perf_counter() + 180
-    while not window.staged_ahead and time.perf_counter() < deadline:
-        wait_events(0.1)
-    staged = window.staged_ahead
+    staged = make_ahead(window)
     wait_events(0.5)
     plots = window.plot_dock
     tabs = {}
@@ -286,6 +295,7 @@ def main(args) -> int:
     probe = EventLoopProbe(window, args.tick_ms)
     try:
         wait_events(0.5)
+        staged = make_ahead(window)        # what the application makes while idle after start-up, as it does
         settle(window)                     # the start-up's own paints (the plots' first picture) are not a case
         from latticelab.app.help_menu import opengl_info
         renderer = opengl_info(window.lattice_canvas).get("OpenGL renderer", "an unknown OpenGL renderer")
@@ -303,7 +313,8 @@ def main(args) -> int:
     # the cores this process may run on (a `taskset` run counts what it was given, not the machine's)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
     device = f"CPU, {cores} cores, NumPy; window drawn by {renderer}"
-    print(f"device: {device}; event-loop probe every {args.tick_ms} ms; {args.seconds:g} s per case")
+    print(f"device: {device}; event-loop probe every {args.tick_ms} ms; {args.seconds:g} s per case; "
+          f"made ahead after start-up: {'yes' if staged else 'NO'}")
     for c in cases:
         if "longest_gap_after_raise_ms" in c:
             tabs = ", ".join(f"{name} {gap:.0f} ms" for name, gap in c["longest_gap_after_raise_ms"].items())
