@@ -45,7 +45,7 @@ from latticelab.sim.backend import BackendError, initialise_gpu_libraries
 from latticelab.sim.models import all_models, get_model, model_names
 from latticelab.sim.params import ModelParams, ParameterError
 from latticelab.app.pacing import DevicePacer
-from latticelab.sim.runner import Runner
+from latticelab.sim.runner import Runner, first_look
 
 log = logging.getLogger(__name__)
 
@@ -474,8 +474,8 @@ class MainWindow(QtWidgets.QMainWindow):
         if new is None or not self._builds_in_background(cls, new):
             return None
 
-        def ready(model) -> None:
-            self.runner.load(model)
+        def ready(look) -> None:
+            self.runner.load(look)
             if record:
                 self.undo_history.record(name, before, self.runner.params, self.model.name)
             self._after_model_change()
@@ -509,9 +509,11 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _prepare(self, cls, params, what: str, ready, failed) -> None:
         """Build a ``cls`` model from ``params`` on the worker (app/preparing.py) while this one keeps running; the
-        frame loop calls ``ready(model)`` or ``failed(exception)`` when it is done (_poll_preparation)."""
+        frame loop calls ``ready(look)`` (a sim.runner.FirstLook of the model) or ``failed(exception)`` when it is
+        done (_poll_preparation)."""
         backend = self.runner.backend
-        job = Job(lambda: preparing.build_model(cls, params, backend), what, ready, failed,
+        # the model's first observables are taken on the worker too (sim/runner.py FirstLook): ``ready`` gets them
+        job = Job(lambda: first_look(preparing.build_model(cls, params, backend)), what, ready, failed,
                   device=current_device(self.model))
         self._hold_full_collections()        # before the worker starts allocating
         self.preparer.start(job)
@@ -696,10 +698,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self._adopt_switched(None)
         return True
 
-    def _adopt_switched(self, model) -> None:
-        """The switch's new model is running (``model``: built on the worker, taken here; None: already)."""
-        if model is not None:
-            self.runner.load(model)
+    def _adopt_switched(self, look) -> None:
+        """The switch's new model is running (``look``: built on the worker, taken here; None: already)."""
+        if look is not None:
+            self.runner.load(look)
         self._after_model_change()
         self.show_message(f"{self.model.title}: {self._describe()}")
 

@@ -65,7 +65,7 @@ def current_device(model) -> int | None:
 
 @dataclass
 class Job:
-    """One model being built: ``what`` for the status bar; ``on_ready(model)`` / ``on_error(exc)`` run on the GUI
+    """One model being built: ``what`` for the status bar; ``on_ready(result)`` / ``on_error(exc)`` run on the GUI
     thread when it is done, unless it was superseded."""
     build: Callable[[], Any]
     what: str

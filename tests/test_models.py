@@ -267,3 +267,29 @@ def test_the_history_takes_a_frame_as_single_steps_would():
             np.testing.assert_array_equal(t1, t2)
             for key in v1:
                 np.testing.assert_allclose(v2[key], v1[key], rtol=1e-9, atol=1e-12, err_msg=key)
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_a_runner_adopting_a_first_look_records_what_adopting_the_model_records(name):
+    """``Runner.load`` of a ``first_look(model)`` (taken where the model was built) starts the history and the
+    highlight as loading the model itself does (stepped a little first, so they are not the initial ones)."""
+    from latticelab.sim.runner import first_look
+    cls = get_model(name)
+    models = []
+    for _ in range(2):
+        model = small(name)
+        model.advance(3)
+        models.append(model)
+    runners = [Runner(name, cls.small_example, backend="numpy") for _ in range(2)]
+    runners[0].load(models[0])
+    runners[1].load(first_look(models[1]))
+    assert runners[1].model is models[1]
+    (t0, v0), (t1, v1) = runners[0].history.arrays(), runners[1].history.arrays()
+    np.testing.assert_array_equal(t0, t1)
+    assert v0.keys() == v1.keys()
+    for key in v0:
+        np.testing.assert_array_equal(v0[key], v1[key], err_msg=key)
+    h0, h1 = runners[0].highlight, runners[1].highlight
+    assert (h0 is None) == (h1 is None)
+    if h0 is not None:
+        np.testing.assert_array_equal(to_numpy(h0), to_numpy(h1))

@@ -125,3 +125,32 @@ def test_switching_back_cancels_and_closing_while_preparing_drops_the_build(wind
     qtbot.wait(100)
     window._poll_preparation()
     assert window.model is old
+
+
+def test_a_new_models_first_observables_are_taken_on_the_worker(window, qtbot, monkeypatch):
+    """The swap takes the first record of the history from where the model was built (sim/runner.py FirstLook):
+    the GUI thread does not compute the new model's observables or changed cells (18 ms on a 2048^2 lattice)."""
+    held = HeldBuild(monkeypatch)
+    calls = []
+    cls = type(window.model)
+    for name in ("observables", "changed"):
+        original = getattr(cls, name)
+
+        def recorded(model, *args, _original=original, _name=name, **kwargs):
+            calls.append((_name, model, threading.current_thread()))
+            return _original(model, *args, **kwargs)
+
+        monkeypatch.setattr(cls, name, recorded)
+    window.set_running(False)
+    assert window.set_parameter("L", 24)
+    assert held.started.wait(10)
+    held.release.set()
+    qtbot.waitUntil(lambda: window.model.params.L == 24, timeout=30000)
+    new = window.model
+    mine = [(name, thread) for name, model, thread in calls if model is new]
+    assert ("observables", held.threads[0]) in mine and ("changed", held.threads[0]) in mine
+    assert not [name for name, thread in mine if thread is threading.main_thread()], mine
+    times, values = window.runner.history.arrays()
+    assert len(times) == 1 and times[0] == new.time
+    first = new.observables()              # (the model has not stepped: the same numbers)
+    assert all(values[key][0] == first[key] for key in first if key in values)
