@@ -45,7 +45,7 @@ from latticelab.sim.backend import BackendError, initialise_gpu_libraries
 from latticelab.sim.models import all_models, get_model, model_names
 from latticelab.sim.params import ModelParams, ParameterError
 from latticelab.app.pacing import DevicePacer
-from latticelab.sim.runner import Runner, first_look
+from latticelab.sim.runner import FirstLook, Runner
 
 log = logging.getLogger(__name__)
 
@@ -513,7 +513,7 @@ class MainWindow(QtWidgets.QMainWindow):
         done (_poll_preparation)."""
         backend = self.runner.backend
         # the model's first observables are taken on the worker too (sim/runner.py FirstLook): ``ready`` gets them
-        job = Job(lambda: first_look(preparing.build_model(cls, params, backend)), what, ready, failed,
+        job = Job(lambda: FirstLook(preparing.build_model(cls, params, backend)), what, ready, failed,
                   device=current_device(self.model))
         self._hold_full_collections()        # before the worker starts allocating
         self.preparer.start(job)

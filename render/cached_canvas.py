@@ -201,7 +201,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
         placement = self._placement(regions)
         if placement != self._layout and self.budget_s is not None and (self._layout is not None or keep_old
                                                                          or self.full_draws == 0):
-            # other regions shown, or moved, while a budget is set (the window runs), or the canvas's first
+            # other regions shown, or moved, or the canvas resized, while a budget is set, or the canvas's first
             # picture: it is drawn anew into a second buffer, a budget's worth of regions per draw, and the one
             # on screen (the old picture; the background before the first) stays until then
             if self._rebuild is None or placement != self._rebuild.placement:

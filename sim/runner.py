@@ -110,19 +110,15 @@ def sliding_std(values: np.ndarray, window: int, first_index: int = 0) -> np.nda
 
 
 class FirstLook:
-    """What a runner records of a model when it adopts it -- its observables and the cells its last step changed
-    -- taken where the model was built (``first_look``), so that the thread that adopts it does not compute them:
-    on a 2048^2 lattice on the CPU they took 18 ms of the window's swap of a new model."""
+    """``model`` with what a runner records of it when it adopts it -- its observables and the cells its last step
+    changed -- taken where it is made (a worker thread builds a model, then makes its FirstLook), so that the
+    thread that adopts it does not compute them: on a 2048^2 lattice on the CPU they took 18 ms of the window's
+    swap of a new model."""
 
     def __init__(self, model):
         self.model = model
         self.observables = model.observables()
         self.changed = model.changed()
-
-
-def first_look(model) -> FirstLook:
-    """``model`` with its first record taken here (a worker thread builds a model, then calls this)."""
-    return FirstLook(model)
 
 
 class Runner:

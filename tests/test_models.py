@@ -271,9 +271,9 @@ def test_the_history_takes_a_frame_as_single_steps_would():
 
 @pytest.mark.parametrize("name", model_names())
 def test_a_runner_adopting_a_first_look_records_what_adopting_the_model_records(name):
-    """``Runner.load`` of a ``first_look(model)`` (taken where the model was built) starts the history and the
+    """``Runner.load`` of a ``FirstLook(model)`` (taken where the model was built) starts the history and the
     highlight as loading the model itself does (stepped a little first, so they are not the initial ones)."""
-    from latticelab.sim.runner import first_look
+    from latticelab.sim.runner import FirstLook
     cls = get_model(name)
     models = []
     for _ in range(2):
@@ -282,7 +282,7 @@ def test_a_runner_adopting_a_first_look_records_what_adopting_the_model_records(
         models.append(model)
     runners = [Runner(name, cls.small_example, backend="numpy") for _ in range(2)]
     runners[0].load(models[0])
-    runners[1].load(first_look(models[1]))
+    runners[1].load(FirstLook(models[1]))
     assert runners[1].model is models[1]
     (t0, v0), (t1, v1) = runners[0].history.arrays(), runners[1].history.arrays()
     np.testing.assert_array_equal(t0, t1)
