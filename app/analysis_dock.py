@@ -40,7 +40,7 @@ def make_canvas(name: str, size: tuple[int, int], minimum: tuple[int, int],
     if cached:
         canvas = RegionCachedCanvas(keys=None, app="pyside6", bgcolor=bgcolor, size=size, show=False,
                                     budget_s=DOCK_DRAW_BUDGET_S)
-        canvas.events.draw.connect(lambda event: _continue_while_stale(canvas), position="last")
+        canvas.events.draw.connect(lambda event: continue_while_stale(canvas), position="last")
     else:
         canvas = scene.SceneCanvas(keys=None, app="pyside6", bgcolor=bgcolor, size=size, show=False)
     canvas.native.setObjectName(name)
@@ -62,7 +62,7 @@ def redraw(canvas, *plots) -> None:
     canvas.update()
 
 
-def _continue_while_stale(canvas) -> None:
+def continue_while_stale(canvas) -> None:
     """After a paint of a cached canvas that left regions to draw, the next paint comes at the next pass of the
     event loop (the frames in between run as usual)."""
     if canvas.stale:

@@ -25,7 +25,7 @@ from latticelab.app import study_panel
 from latticelab.app import recording
 from latticelab.app import help_menu, log_panel, undo, view_menu
 from latticelab.app import cell_readout, colour_key
-from latticelab.app.analysis_dock import AnalysisDock
+from latticelab.app.analysis_dock import AnalysisDock, continue_while_stale
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons, share_gl_contexts
@@ -899,8 +899,8 @@ class MainWindow(QtWidgets.QMainWindow):
         """After a paint of the live plots that left parts to draw: while the frame loop runs, the next frame asks
         for them with its own picture (_frame_end: one composition of the window for both); paused, the next
         pass of the event loop does."""
-        if not self.running and self.plot_canvas.stale:
-            QtCore.QTimer.singleShot(0, self.plot_canvas.native, self.plot_canvas.update)
+        if not self.running:
+            continue_while_stale(self.plot_canvas)
 
     def _plots_paint_in_this_frame(self) -> bool:
         """Whether this frame's end will ask for a paint of the live plots (``_frame_end``)."""

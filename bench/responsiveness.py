@@ -117,10 +117,9 @@ def settle(window, timeout: float = 120.0) -> None:
     first picture takes a second of such paints on llvmpipe), so the next case starts clean."""
     window.set_running(False)     # the frame loop keeps ticking until it has collected the batch in flight
     deadline = time.perf_counter() + timeout
-    dock = window.plot_dock
 
     def plots_pending() -> bool:
-        return window.plot_canvas.stale and dock.isVisible() and not dock.visibleRegion().isEmpty()
+        return window.plot_canvas.stale and window._plots_on_screen()
 
     while (window.stepper.busy or plots_pending()) and time.perf_counter() < deadline:
         wait_events(0.05)

@@ -182,19 +182,16 @@ class RegionCachedCanvas(scene.SceneCanvas):
         elif keep_old:
             self._layout = None
         in_resize, self._resize_paint = self._resize_paint, False
-        if keep_old and in_resize:
-            # Qt paints a resized GL widget inside its resize event, and again in the window's next paint: the
-            # first only shows the old picture (a share of the new one there cost 10 ms more per resize of the
-            # live plots, on top of Qt laying the window out), the new picture is begun at the second
-            self.last_draw = {"full": False, "regions": 0, "after resize": True}
-            self._show_picture()
-            return
-        if new_size and self.full_draws == 0 and not self._laying_out and self.budget_s is not None:
-            # The first draw at a new size before the first picture: Qt paints a GL widget inside the resize that
-            # first shows it (after making its framebuffer: 13 ms on the H100 with the Signal dock, whose first
-            # layout then took 9 ms more in the same event, bench window --trace). Nothing is lost by showing the
-            # background there: the picture is made from the next paint on (the canvas stays stale, so its
-            # owner asks for it). Later resizes keep the old picture on screen meanwhile (``keep_old``).
+        first_at_new_size = (new_size and self.full_draws == 0 and not self._laying_out
+                             and self.budget_s is not None)
+        if (keep_old and in_resize) or first_at_new_size:
+            # Qt paints a resized GL widget inside its resize event, and again in the window's next paint. That
+            # first paint only shows what is there: after a resize the old picture (a share of the new one there
+            # cost 10 ms more per resize of the live plots, on top of Qt laying the window out); before the first
+            # picture the background (Qt paints inside the resize that first shows the widget, after making its
+            # framebuffer: 13 ms on the H100 with the Signal dock, whose first layout then took 9 ms more in the
+            # same event, bench window --trace). The picture is made from the next paint on (the canvas stays
+            # stale, so its owner asks for it).
             self.last_draw = {"full": False, "regions": 0, "after resize": True}
             self._show_picture()
             return
