@@ -252,6 +252,12 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
         profiler.disable()
         import pstats
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    if backend_is_gpu(window):   # the device pacing at the run's end (app/pacing.py): its budget, the running
+        # excess, and the runner's device time per sweep against the headless run's (the estimate the budget uses)
+        per_step = window.runner.seconds_per_step
+        adaptive["pacing"] = {"budget_ms": 1000 * window.pacer.budget(), "excess_ms": 1000 * window.pacer.excess_s,
+                              "estimated_us_per_sweep": None if per_step is None else 1e6 * per_step,
+                              "headless_us_per_sweep": 1e6 / rates["step_n"]}
     adaptive.update(longest_frame_ms=1000 * max(gaps, default=float("nan")),
                     longest_tick_gap_ms=1000 * probe.longest_tick_gap(since, until),
                     plot_refreshes=plot_refreshes(probe, since, until), phases=phases.per_frame_ms())
@@ -369,6 +375,12 @@ def main(args) -> int:
               f"{c['adaptive']['plot_refreshes']['plot_draws']} of {c['adaptive']['plot_refreshes']['ticks']} frames);"
               f" slider to screen {c['slider_to_screen_ms']:.1f} ms; view drawn on "
               f"{c['adaptive']['view']['drawn_fraction']:.0%} of its pixels, {c['adaptive']['view']['colours']} colours")
+        pacing = c["adaptive"].get("pacing")
+        if pacing:
+            estimate = pacing["estimated_us_per_sweep"]
+            print(f"{'':>14}pacing at the end: budget {pacing['budget_ms']:.2f} ms of steps a frame, running excess "
+                  f"{pacing['excess_ms']:.2f} ms; device time a sweep estimated "
+                  f"{'-' if estimate is None else f'{estimate:.2f}'} us, headless {pacing['headless_us_per_sweep']:.2f} us")
         other = c["adaptive"].get("steps_queued_before_the_paint")
         if other:
             print(f"{'':>14}steps queued before the paint instead: {other['sweeps_per_s']:,.0f} sweeps/s "
