@@ -26,6 +26,7 @@ PLOT_BACKGROUND = (0.08, 0.08, 0.1, 1.0)
 DOCK_DRAW_BUDGET_S = 0.006   # a cached dock canvas draws this much of a redraw per paint (at least one region)
 PLACEMENT_SPACING_S = 0.06   # after a dock appeared or went, the next one appears this much later (a few frames)
 CANVAS_AFTER_DOCK_MS = 20    # a dock's canvas is shown this long after the dock (a paint of the window between)
+TAB_SIZE_CHECK_MS = 400     # how often an unseen prepared dock compares its size with its tab's
 RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
 
 
@@ -203,14 +204,12 @@ def class_has(model_class, *capabilities) -> bool:
     return any(isinstance(model_class, c) for c in capabilities)
 
 
-def take_a_tabs_size(dock: QtWidgets.QDockWidget) -> None:
-    """Before ``dock`` is shown as a tab of a group on screen: take the size of the group's current tab, which it
-    gets once shown. Shown at another size, Qt laid its widgets out twice (the canvas at its least size, then
-    at the tab's), and a GL canvas is painted at each resize (Qt's QOpenGLWidget does: 13-14 ms each on the
-    H100 in a switch to the cortex, bench window --trace)."""
+def tab_size(dock: QtWidgets.QDockWidget) -> QtCore.QSize | None:
+    """The size ``dock`` gets once shown as a tab of its group on screen: the group's current tab's (the live
+    plots' group for a hidden dock, which is in no group); None for a floating dock or a group not on screen."""
     window = dock.parentWidget()
     if dock.isFloating() or not isinstance(window, QtWidgets.QMainWindow):
-        return                                     # its own window keeps the size the user gave it
+        return None                                # its own window keeps the size the user gave it
     plots = getattr(window, "plot_dock", None)     # the group install_dock put it in (a hidden dock has none)
     group = window.tabifiedDockWidgets(dock)
     if not group and isinstance(plots, QtWidgets.QDockWidget) and not plots.isFloating() \
@@ -218,9 +217,19 @@ def take_a_tabs_size(dock: QtWidgets.QDockWidget) -> None:
         group = [plots]
     for other in group:
         if on_screen(other):
-            dock.resize(other.size())
-            dock.layout().activate()        # its widgets placed now, hidden: one resize event each at the show
-            return
+            return other.size()
+    return None
+
+
+def take_a_tabs_size(dock: QtWidgets.QDockWidget) -> None:
+    """Before ``dock`` is shown as a tab of a group on screen: take the size of the group's current tab, which it
+    gets once shown. Shown at another size, Qt laid its widgets out twice (the canvas at its least size, then
+    at the tab's), and a GL canvas is painted at each resize (Qt's QOpenGLWidget does: 13-14 ms each on the
+    H100 in a switch to the cortex, bench window --trace)."""
+    size = tab_size(dock)
+    if size is not None:
+        dock.resize(size)
+        dock.layout().activate()            # its widgets placed now, hidden: one resize event each at the show
 
 
 def sized_steps(dock: QtWidgets.QDockWidget, canvas):
@@ -253,6 +262,7 @@ class AnalysisDock(QtWidgets.QDockWidget):
         self.canvas = None
         self.fonts = None            # the font manager every text of the dock shares (glyphs rendered once)
         self.prepared_ahead = False  # ``ahead_steps`` ran to the end
+        self._resizing = None        # the steps taking the size of the dock's tab (``_follow_tab_size``), or None
 
     def _start(self, refresh_ms: int | None = None, when_shown: Callable[[], object] | None = None) -> None:
         """Build the body (its text through one font manager); call ``when_shown`` soon after each time the dock
@@ -266,6 +276,9 @@ class AnalysisDock(QtWidgets.QDockWidget):
             self.timer = QtCore.QTimer(self, interval=refresh_ms)
             self.timer.timeout.connect(self.refresh)
             self.timer.start()
+        self._tab_size_timer = QtCore.QTimer(self, interval=TAB_SIZE_CHECK_MS)
+        self._tab_size_timer.timeout.connect(self._follow_tab_size)
+        self._tab_size_timer.start()
 
     def _build(self) -> None:
         raise NotImplementedError
@@ -349,15 +362,37 @@ class AnalysisDock(QtWidgets.QDockWidget):
             return      # made at its show (not ahead): laid out in the paints after it, a budget's worth each
         yield from sized_steps(self, canvas)
 
+    def _follow_tab_size(self) -> None:
+        """(timer) While the dock waits unseen with its first show prepared, keep it at the size its tab would give
+        it, a step per tick (``sized_steps``). The group's size changes when docks beside it appear or go (with a
+        model or a dimension): the Study dock, prepared at 335x499, was resized to its tab's 370x754 in the frame
+        that first showed it, its canvas's grids laid out again there (94-114 ms on llvmpipe, 2 cores, bench
+        responsiveness). Qt keeps a tab behind another "visible" (moved off the window), so the canvas takes the
+        resize at once, without painting (``paint_only_when_shown``)."""
+        if self._resizing is not None:
+            if next(self._resizing, None) is None:
+                self._resizing = None
+                self._tab_size_timer.setInterval(TAB_SIZE_CHECK_MS)
+            return
+        prepared = self.prepared_ahead or getattr(self, "plots_made", False)
+        if not prepared or self.canvas is None or self.on_screen() or not self.window_is_shown():
+            return
+        size = tab_size(self)
+        if size is not None and size != self.size():
+            self._resizing = sized_steps(self, self.canvas)
+            self._tab_size_timer.setInterval(0)        # the next steps at the next passes of the event loop
+
     def window_is_shown(self) -> bool:
         top = self.parentWidget()
         return top is not None and top.isVisible()
 
     # ==== closing ==============================================================================
     def shutdown(self) -> None:
-        """Stop the refresh timer (the window is closing); a subclass stops its workers too."""
+        """Stop the timers (the window is closing); a subclass stops its workers too."""
         if self.timer is not None:
             self.timer.stop()
+        if getattr(self, "_tab_size_timer", None) is not None:
+            self._tab_size_timer.stop()
 
     def eventFilter(self, watched, event) -> bool:
         """Installed on the window (``install_dock(..., stop_with_window=True)``): its closing shuts the dock

@@ -217,7 +217,8 @@ def case_spectrum(window, probe, args, running: bool) -> dict:
     del panel._show                        # the class's method again
     settle(window)
     panel.refresh()                        # let a job in flight finish before the next case
-    panel.hide()
+    window.plot_dock.raise_()              # hidden while in front, it would bring the next tab (a dock not shown
+    panel.hide()                           # yet) to the front: that first show belongs to the last case
     state = "running" if running else "paused"
     return {"name": f"Spectrum dock shown, 3D L={args.L3} Metropolis, {state}", "lattice": f"3D L={args.L3}",
             "algorithm": "metropolis", **result}

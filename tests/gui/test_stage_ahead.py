@@ -86,3 +86,41 @@ def test_the_hidden_docks_first_shows_are_prepared_ahead(make_window, qtbot):
     assert study.canvas is canvas and study.plot is plot         # nothing made again at the show
     picture = canvas.render()[..., :3]
     assert picture.std() > 5                                     # its axes and labels, not a blank canvas
+
+
+def test_an_unseen_prepared_dock_follows_its_tabs_size_and_its_first_show_resizes_nothing(make_window, qtbot):
+    """The group of tabs changes size after the docks behind it were prepared (a dock beside it came or went, or
+    the user dragged its edge): a prepared dock that is not seen takes the new size while it waits, so that its
+    first show neither resizes its canvas nor lays its grids out again."""
+    from PySide6 import QtCore
+    window = make_window()
+    window._ahead_from = 0.0
+    window._ahead = []
+    study, plots = window.study_panel, window.plot_dock
+    window.stage_ahead = True
+    window.timer.start()
+    qtbot.waitUntil(lambda: window.staged_ahead, timeout=60000)
+    qtbot.waitUntil(lambda: study.size() == plots.size(), timeout=10000)
+    before = plots.size()
+    window.resizeDocks([plots], [before.width() + 120], QtCore.Qt.Orientation.Horizontal)
+    qtbot.waitUntil(lambda: plots.size() != before, timeout=5000)
+    assert study.size() != plots.size()                          # Qt moved only the tab in front
+    qtbot.waitUntil(lambda: study.size() == plots.size(), timeout=10000)
+    native = study.canvas.native
+    size_before_show = native.size()
+
+    class Resizes(QtCore.QObject):
+        count = 0
+
+        def eventFilter(self, watched, event):
+            if event.type() == QtCore.QEvent.Type.Resize:
+                Resizes.count += 1
+            return False
+
+    counter = Resizes()
+    native.installEventFilter(counter)
+    study.raise_()
+    qtbot.waitUntil(study.on_screen, timeout=10000)
+    qtbot.wait(300)
+    native.removeEventFilter(counter)
+    assert Resizes.count == 0 and native.size() == size_before_show
