@@ -268,3 +268,25 @@ def test_a_dock_made_ahead_is_laid_out_at_its_tabs_size_and_its_first_show_place
     qtbot.waitUntil(lambda: canvas.native.isVisible() and canvas.full_draws >= 1, timeout=20000)
     assert canvas.central_widget.size == (canvas.native.width(), canvas.native.height())
     assert pending_on_screen and not any(pending_on_screen)
+
+
+def test_the_live_plots_going_behind_another_tab_are_not_painted_and_are_painted_again_in_front(window, qtbot):
+    """Qt painted the live plots' canvas as its tab went behind another (11-17 ms on llvmpipe in that frame, for
+    nothing seen): it gets no paint while behind, and a paint once its tab is in front again."""
+    window.show()
+    plots, graph = window.plot_dock, window.graph_panel
+    qtbot.waitUntil(lambda: not plots.visibleRegion().isEmpty(), timeout=10000)
+    assert graph in window.tabifiedDockWidgets(plots)
+    qtbot.wait(300)
+    events = CanvasEvents()
+    try:
+        graph.raise_()
+        qtbot.waitUntil(graph.on_screen, timeout=10000)
+        qtbot.wait(300)
+        behind = list(events.of("plot_canvas", "Paint"))
+        plots.raise_()
+        qtbot.waitUntil(lambda: len(events.of("plot_canvas", "Paint")) > len(behind), timeout=10000)
+    finally:
+        events.stop()
+    assert plots.visibleRegion().isEmpty() is False
+    assert behind == []
