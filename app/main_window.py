@@ -26,6 +26,7 @@ from latticelab.app import recording
 from latticelab.app import help_menu, log_panel, undo, view_menu
 from latticelab.app import cell_readout, colour_key
 from latticelab.app.analysis_dock import AnalysisDock, continue_while_stale, paint_only_when_shown
+from latticelab.app.canvas_paints import draw_only_when_changed
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons, share_gl_contexts
@@ -157,6 +158,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.lattice_canvas.native.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
         self.field_view = FieldView(self.lattice_canvas.central_widget.add_view())
         self.lattice_canvas.events.draw.connect(self._count_frame, position="last")
+        draw_only_when_changed(self.lattice_canvas)   # Qt's own paints of the unchanged view draw nothing
         self.setCentralWidget(self.lattice_canvas.native)
 
         # the plots' picture is cached (render/cached_canvas.py): a refresh redraws only the parts that changed

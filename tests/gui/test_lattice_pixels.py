@@ -178,3 +178,30 @@ def test_3d_cube_rotates_and_zooms_with_the_mouse(make_window, qtbot):
                               QtCore.Qt.KeyboardModifier.NoModifier, QtCore.Qt.ScrollPhase.NoScrollPhase, False)
     QtWidgets.QApplication.sendEvent(canvas, wheel)
     assert camera.scale_factor != scale
+
+
+def test_qts_own_paints_of_an_unchanged_view_draw_nothing_and_keep_its_picture(make_window, qtbot):
+    """Qt paints the lattice view's GL widget whenever its part of the window is repainted (a dock tab raised, a
+    menu closed): with nothing changed, no draw is made (app/canvas_paints.py) and the picture on screen stays
+    what the last draw made, pixel for pixel; a change is drawn at the next paint."""
+    from gui_helpers import on_screen
+    window = make_window(dim=2, L=32, T=2.2)
+    window.step_once()
+    qtbot.wait(200)
+    canvas = window.lattice_canvas
+    draws = []
+    canvas.events.draw.connect(lambda event: draws.append(1), position="last")   # after VisPy's draw
+    before = on_screen(canvas)                 # the step's picture (drawn by now)
+    assert before.std() > 5                    # a lattice, not a cleared canvas
+    drawn = len(draws)
+    for _ in range(3):
+        canvas.native.repaint()
+    window.graph_panel.raise_()
+    qtbot.waitUntil(window.graph_panel.on_screen, timeout=10000)
+    window.plot_dock.raise_()
+    qtbot.wait(200)
+    assert len(draws) == drawn                 # Qt's paints drew nothing
+    np.testing.assert_array_equal(on_screen(canvas), before)
+    window.step_once()
+    qtbot.waitUntil(lambda: len(draws) > drawn, timeout=5000)
+    assert not np.array_equal(on_screen(canvas), before)
