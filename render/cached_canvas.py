@@ -341,9 +341,24 @@ class RegionCachedCanvas(scene.SceneCanvas):
         with self._drawing_into(self._fbo):       # the background until a picture is drawn there
             self.context.clear(color=self.bgcolor, depth=True)
         if self._blit is None:
-            self._blit = gloo.Program(_BLIT_VERT, _BLIT_FRAG)
-            self._blit["a_position"] = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
+            self._blit = _blit_program()
         self._blit["u_picture"] = self._picture
+
+    def warm_picture_program(self) -> bool:
+        """Compile the program that shows the cached picture ahead of the first paint, which otherwise compiles it
+        (11 ms of the Graph dock's first show on llvmpipe): drawn once into an offscreen buffer of the canvas's
+        size, with the canvas's GL context (made) current. False when there was nothing to do (made already)."""
+        if self._blit is not None:
+            return False
+        self.set_current()
+        self._blit = _blit_program()
+        framebuffer, texture = _picture_target(tuple(max(int(v), 16) for v in self.physical_size)[::-1])
+        self._blit["u_picture"] = texture
+        with self._drawing_into(framebuffer), paint_requests_held(self):
+            gloo.set_state(blend=False, depth_test=False, cull_face=False, scissor_test=False)
+            self._blit.draw("triangle_strip")
+        self.context.flush_commands()
+        return True
 
     def _pixel_rect(self, node) -> tuple[int, int, int, int]:
         """``node``'s rectangle (with its spill) in the cache's pixels, GL-style (x, y from the bottom, w, h),
@@ -414,6 +429,13 @@ class RegionCachedCanvas(scene.SceneCanvas):
             self._blit.draw("triangle_strip")
         finally:
             gloo.set_viewport(0, 0, canvas_width, canvas_height)
+
+
+def _blit_program():
+    """The program drawing a picture texture over the whole viewport (one quad)."""
+    program = gloo.Program(_BLIT_VERT, _BLIT_FRAG)
+    program["a_position"] = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
+    return program
 
 
 def _picture_target(shape) -> tuple:
