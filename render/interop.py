@@ -740,7 +740,9 @@ class CanvasInterop:
 
     def _texture_upload(self, texture, shape, on_device: bool, write, count_refusal: bool = True) -> bool:
         target = _texture_target(texture)
-        if not (self.decide() and on_device and target is not None):
+        # host data never probes CUDA: the probe imports CuPy and makes a CUDA context, 1.2 s on the GUI thread at
+        # the first picture of a NumPy model on a GPU machine (bench responsiveness on the H100, traced)
+        if not (on_device and target is not None and self.decide()):
             self.uploads["host"] += count_refusal
             return False
         cupy, runtime = _cuda_modules()
@@ -765,7 +767,7 @@ class CanvasInterop:
         With offset 0 and a different size the buffer is resized first (and registered again).
         Returns False, having done nothing, when the caller must upload from host memory.
         """
-        if not (self.decide() and _is_device_array(data)):
+        if not (_is_device_array(data) and self.decide()):
             self.uploads["host"] += 1
             return False
         cupy, runtime = _cuda_modules()

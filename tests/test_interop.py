@@ -588,3 +588,23 @@ def test_a_model_built_ahead_has_its_texture_writers_compiled():
     cupy = interop._cuda_modules()[0]
     compiled = [key for key in interop._surface_modules if key[0] == id(cupy.RawModule) and key[1] == encoder.name]
     assert compiled, sorted(map(str, interop._surface_modules))
+
+
+def test_host_data_never_probes_cuda(canvas, monkeypatch):
+    """Host arrays go through host memory without asking whether interop works: the probe imports CuPy and makes
+    a CUDA context (0.8-1.2 s on the GUI thread at the first picture of a NumPy model on a GPU machine)."""
+    from vispy import gloo
+
+    def no_probe(self):
+        raise AssertionError("CUDA probed for a host upload")
+
+    monkeypatch.setattr(interop.CanvasInterop, "_probe", no_probe)
+    gpu = interop.interop_for(canvas)
+    texture = gloo.Texture2D(np.zeros((H, W, 1), np.uint8), format="red", internalformat="r8",
+                             interpolation="nearest")
+    program = _quad_program(RED_FRAG, texture)
+    _render(canvas, program)                       # the texture now belongs to the canvas
+    state = (np.arange(H * W).reshape(H, W) % 251).astype(np.uint8)
+    assert gpu.upload_texture(texture, state) == "host"
+    assert not gpu._decided
+    assert np.array_equal(_render(canvas, program)[..., 0], state)
