@@ -16,7 +16,7 @@ from __future__ import annotations
 
 
 def draw_only_when_changed(canvas) -> bool:
-    """Gate ``canvas``'s draws as the module says; False (nothing changed) where its widget is not a
+    """Gate ``canvas``'s draws as the module says; False, the canvas left as it was, where its widget is not a
     QOpenGLWidget (another VisPy backend)."""
     from PySide6.QtOpenGLWidgets import QOpenGLWidget
 

@@ -5,11 +5,11 @@ budget allows (sim/runner.py steps_for, from the device time a step has lately t
 period less what a frame's period has lately exceeded its steps' device time by: where the host's work (the
 paint, the events) runs while the device steps, that excess is near zero and the steps get almost the whole
 period; where it does not (the paint waits for the GPU, app/main_window.py paint_before_steps), the steps get
-the period less that work. The excess may be negative: a frame's steps are credited with the runner's estimate of
-their device time, and where that estimate runs above the true time, a floor at zero left every frame short of
+the period less that work. The excess may be negative: a frame's steps are credited with the runner's estimate
+of their device time, and where that estimate runs above the true time, a floor at zero left every frame short of
 the target (at 2D 4096^2 on the H100 the frames came every 15.3 ms instead of 16.2, the steps filling less of
-each). Floored only at minus a period, the running excess is what makes the mean period equal the target whatever the
-estimate's bias.
+each). Floored only at minus a period, the running excess is what makes the mean period equal the target,
+whatever the estimate's bias.
 No GUI here: the window feeds it times, the tests feed it simulated frames.
 """
 from __future__ import annotations

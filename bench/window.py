@@ -378,9 +378,10 @@ def main(args) -> int:
         pacing = c["adaptive"].get("pacing")
         if pacing:
             estimate = pacing["estimated_us_per_sweep"]
+            estimate = "-" if estimate is None else f"{estimate:.2f}"
             print(f"{'':>14}pacing at the end: budget {pacing['budget_ms']:.2f} ms of steps a frame, running excess "
-                  f"{pacing['excess_ms']:.2f} ms; device time a sweep estimated "
-                  f"{'-' if estimate is None else f'{estimate:.2f}'} us, headless {pacing['headless_us_per_sweep']:.2f} us")
+                  f"{pacing['excess_ms']:.2f} ms; device time a sweep estimated {estimate} us, headless "
+                  f"{pacing['headless_us_per_sweep']:.2f} us")
         other = c["adaptive"].get("steps_queued_before_the_paint")
         if other:
             print(f"{'':>14}steps queued before the paint instead: {other['sweeps_per_s']:,.0f} sweeps/s "
