@@ -259,6 +259,7 @@ class AnalysisDock(QtWidgets.QDockWidget):
         self.model_source = model_source
         self.last_error = ""
         self.timer: QtCore.QTimer | None = None
+        self._tab_size_timer: QtCore.QTimer | None = None   # ``_follow_tab_size``'s (made in ``_start``)
         self.canvas = None
         self.fonts = None            # the font manager every text of the dock shares (glyphs rendered once)
         self.prepared_ahead = False  # ``ahead_steps`` ran to the end
@@ -391,7 +392,7 @@ class AnalysisDock(QtWidgets.QDockWidget):
         """Stop the timers (the window is closing); a subclass stops its workers too."""
         if self.timer is not None:
             self.timer.stop()
-        if getattr(self, "_tab_size_timer", None) is not None:
+        if self._tab_size_timer is not None:
             self._tab_size_timer.stop()
 
     def eventFilter(self, watched, event) -> bool:

@@ -25,7 +25,7 @@ from latticelab.app import study_panel
 from latticelab.app import recording
 from latticelab.app import help_menu, log_panel, undo, view_menu
 from latticelab.app import cell_readout, colour_key
-from latticelab.app.analysis_dock import AnalysisDock, continue_while_stale, paint_only_when_shown
+from latticelab.app.analysis_dock import AnalysisDock, continue_while_stale, on_screen, paint_only_when_shown
 from latticelab.app.canvas_paints import draw_only_when_changed
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
@@ -1066,8 +1066,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.plot_canvas.update()
 
     def _plots_on_screen(self) -> bool:
-        dock = self.plot_dock
-        return dock.isVisible() and not dock.visibleRegion().isEmpty()
+        return on_screen(self.plot_dock)
 
     def _update_status(self) -> None:
         m = self.model

@@ -48,7 +48,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
-from latticelab.app.analysis_dock import info_label, make_canvas, sized_steps
+from latticelab.app.analysis_dock import info_label, make_canvas, on_screen, sized_steps
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
@@ -295,8 +295,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
 
     # ==== updates ===============================================================================
     def on_screen(self) -> bool:
-        # A dock tabified behind another can still report isVisible(); its visible region is empty.
-        return self.isVisible() and not self.visibleRegion().isEmpty()
+        return on_screen(self)        # (app/analysis_dock.py: a tab behind another is "visible", seen nowhere)
 
     def _visibility_changed(self, visible: bool) -> None:
         if visible:
