@@ -46,21 +46,3 @@ def draw_only_when_changed(canvas) -> bool:
     canvas.events.initialize.connect(must_draw, position="first")
     canvas.events.draw.connect(gate, position="first")
     return True
-
-
-def compose_now(widget) -> None:
-    """Paint what is waiting to be painted in ``widget``'s window (its GL canvases, raster widgets) and compose the
-    window on screen now, before returning.
-
-    ``QWidget.repaint()`` does not promise that: where the window is composed with OpenGL (it holds a
-    QOpenGLWidget), Qt turns a repaint that comes within a display frame of the last composition into a posted,
-    low-priority update (QWidgetRepaintManager, "every repaint() leading to a sync/flush is bad"). A frame loop
-    that ticks every display frame therefore had its repaints painted later, in the event loop -- after the work
-    it meant to start behind them. Sending the window the update request that Qt would have posted makes Qt paint
-    the dirty widgets and compose at once; the request already posted is taken back, because with GL widgets in
-    the window every update request composes and presents the whole window again, dirty or not."""
-    from PySide6.QtCore import QCoreApplication, QEvent
-
-    window = widget.window()
-    QCoreApplication.removePostedEvents(window, QEvent.Type.UpdateRequest)
-    QCoreApplication.sendEvent(window, QEvent(QEvent.Type.UpdateRequest))

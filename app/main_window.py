@@ -26,7 +26,7 @@ from latticelab.app import recording
 from latticelab.app import help_menu, log_panel, undo, view_menu
 from latticelab.app import cell_readout, colour_key
 from latticelab.app.analysis_dock import AnalysisDock, continue_while_stale, on_screen, paint_only_when_shown
-from latticelab.app.canvas_paints import compose_now, draw_only_when_changed
+from latticelab.app.canvas_paints import draw_only_when_changed
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons, share_gl_contexts
@@ -103,11 +103,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self._staging_waited = 0          # frames the staging let pass in a row (``_frame``)
         self._plot_version = -1
         self.pacer = DevicePacer()           # device frames: seconds of steps per frame (app/pacing.py)
-        # On a device: draw the finished picture, then queue the next steps (see _frame); with compose_at_once the
-        # window is painted and composed inside the frame (app/canvas_paints.py compose_now), not when Qt chooses
+        # On a device: draw the finished picture, then queue the next steps (see _frame)
         self.paint_before_steps = True
-        self.compose_at_once = True
-        self._frame_parts_asked = False   # this tick asked for its plots and status before painting (_show_frame)
         self.stepper = BackgroundStepper()   # steps longer than a frame (CPU) run on a worker thread
         self._deferred = []                  # changes waiting for the worker's batch or the model being prepared
         self._on_model_free = []             # readers waiting for the worker's batch (when_model_free)
@@ -880,7 +877,7 @@ class MainWindow(QtWidgets.QMainWindow):
                     # nothing else. The picture is one frame behind the simulation.
                     self._refresh_view()
                     if self.paint_before_steps:
-                        self._show_frame()
+                        self.lattice_canvas.native.repaint()
                     shown_first = True
                 else:
                     self.field_view.before_step()
@@ -896,8 +893,6 @@ class MainWindow(QtWidgets.QMainWindow):
                         self._stop_on_error(exc)
                     self._counters["steps"] += steps
                     self._pace(stepping, steps)
-                    if shown_first and not self.paint_before_steps:
-                        self._show_frame()
             if not self.stepper.busy:
                 self._after_steps(refresh=not shown_first)
         elif not self.stepper.busy:
@@ -918,18 +913,7 @@ class MainWindow(QtWidgets.QMainWindow):
             return False
         return time.perf_counter() - self._last_plot >= PLOT_INTERVAL_S or self.plot_canvas.stale
 
-    def _show_frame(self) -> None:
-        """A device frame's picture on screen now: with ``compose_at_once``, the live plots and the status asked for
-        first, so that one composition of the window shows all three; otherwise a repaint, which Qt may postpone
-        to the event loop (see app/canvas_paints.py compose_now)."""
-        if not self.compose_at_once:
-            self.lattice_canvas.native.repaint()
-            return
-        self._ask_plots_and_status()
-        self._frame_parts_asked = True
-        compose_now(self.lattice_canvas.native)
-
-    def _ask_plots_and_status(self) -> None:
+    def _frame_end(self) -> None:
         now = time.perf_counter()
         if now - self._last_plot >= PLOT_INTERVAL_S:
             self._update_plots()
@@ -937,11 +921,6 @@ class MainWindow(QtWidgets.QMainWindow):
             self.plot_canvas.update()      # the next plots of the last refresh, drawn with this frame's picture
         if now - self._counters["t"] >= STATUS_INTERVAL_S:
             self._update_status()
-
-    def _frame_end(self) -> None:
-        if not self._frame_parts_asked:
-            self._ask_plots_and_status()
-        self._frame_parts_asked = False
         if not self.running and self._step_target is None and not self._busy() and not self.staging.busy \
                 and not self._ahead_left():
             self.timer.stop()   # nothing to do until the next change; changes refresh directly

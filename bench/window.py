@@ -271,16 +271,12 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
         print("\n".join(tracer.report(probe.ticks, since, until)), flush=True)
     adaptive["view"] = view_check(window, args, f"{dim}d")
     if backend_is_gpu(window):
-        # the other frame orders, for comparison (app/main_window.py paint_before_steps, compose_at_once): the
-        # sweeps queued before the window is painted and composed (the paint then shares the GPU with them), and
-        # the paint left to Qt's schedule (a repaint, which Qt postpones to the event loop within a display frame
-        # of the last composition: the application's order before compose_at_once)
-        for key, before, at_once in (("steps_queued_before_the_paint", False, True),
-                                     ("paint_when_qt_schedules_it", True, False)):
-            window.paint_before_steps, window.compose_at_once = before, at_once
-            wait_events(0.5)
-            adaptive[key] = timed_run(probe, args.seconds, rates["step_n"])[0]
-        window.paint_before_steps, window.compose_at_once = True, True
+        # the other frame order, for comparison: the sweeps queued before the window is painted (app/main_window.py
+        # paint_before_steps); the paint then shares the GPU with them
+        window.paint_before_steps = False
+        wait_events(0.5)
+        adaptive["steps_queued_before_the_paint"] = timed_run(probe, args.seconds, rates["step_n"])[0]
+        window.paint_before_steps = True
     window.steps_per_frame = best["sweeps_per_frame"]
     window.adaptive = False
     ms = latency(window, probe, (T * 1.2, T * 0.8))
@@ -389,13 +385,11 @@ def main(args) -> int:
             print(f"{'':>14}pacing at the end: budget {pacing['budget_ms']:.2f} ms of steps a frame, running excess "
                   f"{pacing['excess_ms']:.2f} ms; device time a sweep estimated {estimate} us, headless "
                   f"{pacing['headless_us_per_sweep']:.2f} us")
-        for key, label in (("steps_queued_before_the_paint", "steps queued before the paint"),
-                           ("paint_when_qt_schedules_it", "the paint left to Qt's schedule")):
-            other = c["adaptive"].get(key)
-            if other:
-                print(f"{'':>14}{label} instead: {other['sweeps_per_s']:,.0f} sweeps/s "
-                      f"({other['ratio_to_headless']:.0%}) at {other['frames_per_s']:.1f} frames/s (median frame "
-                      f"{other['median_frame_ms']:.1f} ms)")
+        other = c["adaptive"].get("steps_queued_before_the_paint")
+        if other:
+            print(f"{'':>14}steps queued before the paint instead: {other['sweeps_per_s']:,.0f} sweeps/s "
+                  f"({other['ratio_to_headless']:.0%}) at {other['frames_per_s']:.1f} frames/s (median frame "
+                  f"{other['median_frame_ms']:.1f} ms)")
         for r in c["ladder"]:
             print(f"{'':>14}{r['sweeps_per_frame']:>5} per frame: {r['frames_per_s']:6.1f} frames/s "
                   f"{r['sweeps_per_s']:>10,.0f} sweeps/s")

@@ -205,37 +205,3 @@ def test_qts_own_paints_of_an_unchanged_view_draw_nothing_and_keep_its_picture(m
     window.step_once()
     qtbot.waitUntil(lambda: len(draws) > drawn, timeout=5000)
     assert not np.array_equal(on_screen(canvas), before)
-
-
-def screen_pixels(canvas) -> np.ndarray:
-    """RGB (ints) of ``canvas``'s part of the X screen: what the window's last composition presented."""
-    from PySide6 import QtGui
-    native = canvas.native
-    corner = native.mapToGlobal(QtCore.QPoint(0, 0))
-    grab = QtGui.QGuiApplication.primaryScreen().grabWindow(0, corner.x(), corner.y(), native.width(), native.height())
-    image = grab.toImage().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
-    raw = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine())
-    return raw[:, :image.width() * 4].reshape(image.height(), image.width(), 4)[..., :3].astype(int).copy()
-
-
-def test_compose_now_puts_each_new_picture_on_screen_before_it_returns(make_window, qtbot):
-    """The device frame loop paints a frame's picture and composes the window before it queues the next steps
-    (app/canvas_paints.py compose_now). Qt's own repaint() postpones a paint that comes within a display frame of
-    the last composition to the event loop, so back-to-back frames are the case to check: each call draws the
-    view once and the screen shows the new state's cells when it returns, with no pass of the event loop."""
-    from latticelab.app.canvas_paints import compose_now
-    window = make_window(dim=2, L=32, T=2.2)
-    window.step_once()
-    qtbot.wait(200)
-    canvas = window.lattice_canvas
-    draws = []
-    canvas.events.draw.connect(lambda event: draws.append(1), position="last")
-    centres = window.field_view.world_to_canvas(cell_centres_2d(32))
-    for _ in range(3):
-        for _ in range(3):                    # frames as close together as the frame loop's
-            window.runner.advance(1)
-            window._refresh_view()            # the new state written to the view, its canvas asked to draw
-            drawn = len(draws)
-            compose_now(canvas.native)
-            assert len(draws) == drawn + 1
-        np.testing.assert_array_equal(pixels_at(screen_pixels(canvas), centres), expected_rgb(shown_codes(window)))
