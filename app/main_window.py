@@ -45,14 +45,13 @@ from latticelab.sim import io, state
 from latticelab.sim.backend import BackendError, initialise_gpu_libraries
 from latticelab.sim.models import all_models, get_model, model_names
 from latticelab.sim.params import ModelParams, ParameterError
-from latticelab.app.pacing import DevicePacer
+from latticelab.app.pacing import DevicePacer, PlotPacer
 from latticelab.sim.runner import FirstLook, Runner
 
 log = logging.getLogger(__name__)
 
 FRAME_BUDGET_S = 0.030       # simulation time per frame when "keep frames under 30 ms" is on (CPU)
 FRAME_INTERVAL_MS = 15
-PLOT_INTERVAL_S = 0.25       # the plots redraw at most this often
 STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many frames
 STAGE_AHEAD_AFTER_S = 2.0    # the other models' forms and plots are made ahead from this long after start-up
 PLOT_DRAW_BUDGET_S = 0.006   # a paint draws this much of a plots refresh (at least one part)
@@ -103,6 +102,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self._staging_waited = 0          # frames the staging let pass in a row (``_frame``)
         self._plot_version = -1
         self.pacer = DevicePacer()           # device frames: seconds of steps per frame (app/pacing.py)
+        self.plot_pacer = PlotPacer()        # how often the live plots refresh (app/pacing.py)
+        self._plot_paint_start = None
         # On a device: draw the finished picture, then queue the next steps (see _frame)
         self.paint_before_steps = True
         self.stepper = BackgroundStepper()   # steps longer than a frame (CPU) run on a worker thread
@@ -168,6 +169,7 @@ class MainWindow(QtWidgets.QMainWindow):
         # the plots' tab came back to the front after a pause)
         self.plot_canvas = RegionCachedCanvas(keys=None, app="pyside6", bgcolor=(0.08, 0.08, 0.1, 1.0),
                                               size=(380, 640), show=False, budget_s=PLOT_DRAW_BUDGET_S)
+        self.plot_canvas.events.draw.connect(self._plots_paint_starts, position="first")
         self.plot_canvas.events.draw.connect(self._plots_drawn, position="last")
         self.plot_canvas.native.setObjectName("plot_canvas")
         self.plot_canvas.native.setMinimumSize(260, 300)
@@ -900,22 +902,35 @@ class MainWindow(QtWidgets.QMainWindow):
             self._refresh_view()             # and its state (a no-op when it is already shown)
         self._frame_end()
 
+    def _plots_paint_starts(self, event=None) -> None:
+        self._plot_paint_start = time.perf_counter()
+
     def _plots_drawn(self, event=None) -> None:
-        """After a paint of the live plots that left parts to draw: while the frame loop runs, the next frame asks
-        for them with its own picture (_frame_end: one composition of the window for both); paused, the next
-        pass of the event loop does."""
+        """After a paint of the live plots (its time counted for the plot pacing); one that left parts to draw:
+        while the frame loop runs, the next frame asks for them with its own picture (_frame_end: one composition
+        of the window for both); paused, the next pass of the event loop does."""
+        if self._plot_paint_start is not None:
+            self.plot_pacer.spent(time.perf_counter() - self._plot_paint_start)
+            self._plot_paint_start = None
         if not self.running:
             continue_while_stale(self.plot_canvas)
+
+    def _plot_interval(self) -> float:
+        """Seconds between refreshes of the live plots: longer while a device runs flat out and the plots would
+        take more than their share of the GUI thread (app/pacing.py PlotPacer)."""
+        device_paced = (self.running and self.adaptive and self._step_target is None
+                        and self.model.backend_name == "cuda")
+        return self.plot_pacer.interval(device_paced)
 
     def _plots_paint_in_this_frame(self) -> bool:
         """Whether this frame's end will ask for a paint of the live plots (``_frame_end``)."""
         if not self._plots_on_screen():
             return False
-        return time.perf_counter() - self._last_plot >= PLOT_INTERVAL_S or self.plot_canvas.stale
+        return time.perf_counter() - self._last_plot >= self._plot_interval() or self.plot_canvas.stale
 
     def _frame_end(self) -> None:
         now = time.perf_counter()
-        if now - self._last_plot >= PLOT_INTERVAL_S:
+        if now - self._last_plot >= self._plot_interval():
             self._update_plots()
         elif self.plot_canvas.stale and self._plots_on_screen():
             self.plot_canvas.update()      # the next plots of the last refresh, drawn with this frame's picture
@@ -1061,9 +1076,12 @@ class MainWindow(QtWidgets.QMainWindow):
         if not force and (history.version == self._plot_version or not self._plots_on_screen()):
             return
         self._plot_version = history.version
+        start = time.perf_counter()
+        self.plot_pacer.refreshed()
         times, values = history.arrays()
         self.plots.update(times, values)
         self.plot_canvas.update()
+        self.plot_pacer.spent(time.perf_counter() - start)
 
     def _plots_on_screen(self) -> bool:
         return on_screen(self.plot_dock)

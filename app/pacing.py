@@ -46,3 +46,42 @@ class DevicePacer:
     def restart(self) -> None:
         """Forget the last launch (the run was paused or the model changed): the next frame starts afresh."""
         self._last_start = self._last_device_s = None
+
+
+# The live plots' refresh while a device frame loop runs at full pace. There the GUI thread's time is what limits
+# the sweeps (the pacing above gives the device what the host leaves), and the plots were the largest part of it:
+# on the H100 machine's host a refresh of the five Ising plots took about 60 ms of drawing (a region of the cached
+# canvas, 5-7 ms of VisPy each), a third of each frame at four refreshes a second; bench window, 2D 4096^2:
+# 62-82% of headless with them, 85-86% with no refresh, 80-87% at one a second.
+PLOT_INTERVAL_S = 0.25        # the plots redraw at most this often
+PLOT_INTERVAL_MAX_S = 1.0     # ... and, while they are shown and the data changes, at least this often
+PLOT_SHARE = 0.06             # of the GUI thread's time, what the plots may take while a device runs flat out
+
+
+class PlotPacer:
+    """How often the live plots refresh: every PLOT_INTERVAL_S, except while a device frame loop runs at full pace,
+    where the refreshes are spaced so that drawing them takes at most PLOT_SHARE of the time (up to
+    PLOT_INTERVAL_MAX_S apart). A refresh's cost is measured: the GUI thread's seconds in the plots' update and
+    paints from one refresh to the next (a refresh is drawn over several paints), as a running mean."""
+
+    def __init__(self, fastest_s: float = PLOT_INTERVAL_S, slowest_s: float = PLOT_INTERVAL_MAX_S,
+                 share: float = PLOT_SHARE):
+        self.fastest_s, self.slowest_s, self.share = fastest_s, slowest_s, share
+        self.cost_s = None            # running mean of a refresh's drawing seconds (None: none measured yet)
+        self._spent = 0.0             # drawing seconds since the last refresh began
+
+    def spent(self, seconds: float) -> None:
+        """The plots' update or one of their paints took ``seconds`` of the GUI thread."""
+        self._spent += seconds
+
+    def refreshed(self) -> None:
+        """A new refresh begins: what was spent since the last one is that one's cost."""
+        if self._spent > 0:
+            self.cost_s = self._spent if self.cost_s is None else 0.5 * self.cost_s + 0.5 * self._spent
+        self._spent = 0.0
+
+    def interval(self, device_paced: bool) -> float:
+        """Seconds from one refresh to the next."""
+        if not device_paced or self.cost_s is None:
+            return self.fastest_s
+        return min(self.slowest_s, max(self.fastest_s, self.cost_s / self.share))

@@ -260,7 +260,11 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
         per_step = window.runner.seconds_per_step
         adaptive["pacing"] = {"budget_ms": 1000 * window.pacer.budget(), "excess_ms": 1000 * window.pacer.excess_s,
                               "estimated_us_per_sweep": None if per_step is None else 1e6 * per_step,
-                              "headless_us_per_sweep": 1e6 / rates["step_n"]}
+                              "headless_us_per_sweep": 1e6 / rates["step_n"],
+                              # the live plots' refresh beside the device (app/pacing.py PlotPacer)
+                              "plot_refresh_interval_s": window._plot_interval(),
+                              "plot_refresh_cost_ms": None if window.plot_pacer.cost_s is None
+                              else 1000 * window.plot_pacer.cost_s}
     adaptive.update(longest_frame_ms=1000 * max(gaps, default=float("nan")),
                     longest_tick_gap_ms=1000 * probe.longest_tick_gap(since, until),
                     plot_refreshes=plot_refreshes(probe, since, until), phases=phases.per_frame_ms())
@@ -385,6 +389,10 @@ def main(args) -> int:
             print(f"{'':>14}pacing at the end: budget {pacing['budget_ms']:.2f} ms of steps a frame, running excess "
                   f"{pacing['excess_ms']:.2f} ms; device time a sweep estimated {estimate} us, headless "
                   f"{pacing['headless_us_per_sweep']:.2f} us")
+            if pacing.get("plot_refresh_interval_s") is not None:
+                cost = pacing["plot_refresh_cost_ms"]
+                print(f"{'':>14}live plots refreshed every {pacing['plot_refresh_interval_s']:.2f} s, a refresh "
+                      f"drawn in {'-' if cost is None else f'{cost:.1f}'} ms of the GUI thread")
         other = c["adaptive"].get("steps_queued_before_the_paint")
         if other:
             print(f"{'':>14}steps queued before the paint instead: {other['sweeps_per_s']:,.0f} sweeps/s "

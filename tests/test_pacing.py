@@ -58,3 +58,38 @@ def test_a_device_time_estimate_above_the_truth_still_brings_frames_to_the_targe
         now += period
     mean = sum(periods[-50:]) / 50
     assert abs(mean - FRAME_TARGET_S) < 2e-4, (mean, FRAME_TARGET_S)
+
+
+def refresh_cycle(pacer, paints_s):
+    """One refresh of the plots drawn over several paints of ``paints_s`` seconds each."""
+    pacer.refreshed()
+    for seconds in paints_s:
+        pacer.spent(seconds)
+
+
+def test_plots_refresh_at_the_fastest_rate_unless_a_device_runs_flat_out():
+    from latticelab.app.pacing import PLOT_INTERVAL_S, PlotPacer
+    pacer = PlotPacer()
+    assert pacer.interval(device_paced=True) == PLOT_INTERVAL_S      # no refresh measured yet
+    for _ in range(3):
+        refresh_cycle(pacer, [0.007] * 8)                             # 56 ms a refresh
+    pacer.refreshed()
+    assert pacer.interval(device_paced=False) == PLOT_INTERVAL_S
+
+
+def test_costly_plots_beside_a_device_take_their_share_of_the_time_and_no_more():
+    from latticelab.app.pacing import PLOT_INTERVAL_MAX_S, PLOT_INTERVAL_S, PlotPacer
+    pacer = PlotPacer(share=0.1)
+    for _ in range(10):
+        refresh_cycle(pacer, [0.006] * 8)                             # 48 ms a refresh
+    pacer.refreshed()
+    assert abs(pacer.cost_s - 0.048) < 1e-9
+    assert abs(pacer.interval(device_paced=True) - 0.48) < 1e-9       # 48 ms every 0.48 s: 10% of the time
+    for _ in range(10):
+        refresh_cycle(pacer, [0.002, 0.003])                          # cheap now: back to the fastest rate
+    pacer.refreshed()
+    assert pacer.interval(device_paced=True) == PLOT_INTERVAL_S
+    for _ in range(10):
+        refresh_cycle(pacer, [0.05] * 8)                              # very costly: never slower than the cap
+    pacer.refreshed()
+    assert pacer.interval(device_paced=True) == PLOT_INTERVAL_MAX_S
