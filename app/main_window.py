@@ -104,8 +104,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.pacer = DevicePacer()           # device frames: seconds of steps per frame (app/pacing.py)
         self.plot_pacer = PlotPacer()        # how often the live plots refresh (app/pacing.py)
         self._plot_paint_start = None
-        # On a device: draw the finished picture, then queue the next steps (see _frame)
-        self.paint_before_steps = True
+        # On a device: ask Qt to paint the finished picture at once, before queueing the next steps (see _frame);
+        # off: the steps are queued first and the picture is painted in the event loop while they run
+        self.paint_before_steps = False
         self.stepper = BackgroundStepper()   # steps longer than a frame (CPU) run on a worker thread
         self._deferred = []                  # changes waiting for the worker's batch or the model being prepared
         self._on_model_free = []             # readers waiting for the worker's batch (when_model_free)
@@ -870,13 +871,15 @@ class MainWindow(QtWidgets.QMainWindow):
                 # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
                 budget = self._step_budget() if self.adaptive and self._step_target is None else None
                 if budget is not None and self.model.backend_name == "cuda":
-                    # Draw what the last frame computed, then launch this frame's steps. The texture is written
-                    # behind the last frame's steps in the stream. The window is then painted at once
-                    # (repaint: the view, Qt's composition, the buffer swap) before the new steps are queued:
-                    # OpenGL and CUDA share the GPU by time slices, so a paint queued behind a frame of
-                    # sweeps waited for most of it (bench window, H100: an 11 ms paint event in a 17 ms
-                    # tick); painted first, it runs on a GPU that has finished the last steps and waits for
-                    # nothing else. The picture is one frame behind the simulation.
+                    # Show what the last frame computed, then launch this frame's steps: the texture is written
+                    # behind the last frame's steps in the stream, and Qt paints the window in the event loop
+                    # while the new steps run (OpenGL and CUDA share the GPU by time slices). The picture is
+                    # one frame behind the simulation. Painting first (paint_before_steps, a repaint) gains
+                    # nothing: Qt postpones a repaint that comes within a display frame of its last composition
+                    # to the event loop anyway (QWidgetRepaintManager), and where it does paint at once, or
+                    # where the composition was forced (tried: 54-60% of headless against 67-73%, bench/NOTES.md),
+                    # the device waits for the paint; on the H100 the steps-first order was as fast or 3-4
+                    # points faster in every paired run of bench window.
                     self._refresh_view()
                     if self.paint_before_steps:
                         self.lattice_canvas.native.repaint()
