@@ -226,11 +226,18 @@ class Runner:
         n = self.steps_for(max_steps, budget_s)
         if n < 1:
             return 0
-        # at most one batch in flight: the device's queue cannot grow behind a host that launches faster
-        self.collect(wait=True)
-        start = time.perf_counter()
-        # a timed frame need not wait for the device: its observables arrive while the window draws
-        batch = self.model.advance(n, wait=budget_s is None)
+        if budget_s is None:
+            self.collect(wait=True)
+            start = time.perf_counter()
+            batch = self.model.advance(n)
+        else:
+            # A timed frame need not wait for the device: its observables arrive while the window draws. Its
+            # steps are queued behind the last frame's before the host waits for those, so that a device goes
+            # from one frame's steps to the next without waiting for the host to wake and launch (0.5-1 ms a
+            # frame); at most two batches are in flight, the queue cannot grow behind a host that launches faster.
+            start = time.perf_counter()
+            batch = self.model.advance(n, wait=False)
+            self.collect(wait=True)
         self.commit(batch, time.perf_counter() - start)
         return batch.steps
 

@@ -330,10 +330,20 @@ def test_a_frame_that_does_not_wait_delivers_the_same_observables_later():
         assert pending.observables.ready() and pending.observables.device_seconds() > 0
         for name, values in waited.observables.items():
             np.testing.assert_array_equal(got[name], values, err_msg=name)
-    runner = Runner("ising", {"dim": 2, "L": 256, "T": 2.3, "seed": 6, "algorithm": "metropolis"}, backend="cuda")
-    for _ in range(4):
-        runner.advance(50, budget_s=0.01)
+    # timed frames queue their steps behind the last frame's before waiting for it: the history and the state
+    # are those of a twin whose frames each wait for the device
+    params = {"dim": 2, "L": 256, "T": 2.3, "seed": 6, "algorithm": "metropolis"}
+    runner = Runner("ising", params, backend="cuda")
+    twin = Runner("ising", params, backend="cuda")
+    for max_steps in (1, 50, 50, 50, 50):
+        steps = runner.advance(max_steps, budget_s=0.01)
+        assert len(runner._waiting) <= 1               # the older frame was collected
+        assert twin.advance(steps) == steps
     runner.collect(wait=True)
     times, values = runner.history.arrays()
     assert times[-1] == runner.model.step_count and np.all(np.diff(times) == 1)
-    assert np.all(np.isfinite(values["energy"]))
+    twin_times, twin_values = twin.history.arrays()
+    np.testing.assert_array_equal(times, twin_times)
+    for name in ("energy", "magnetisation", "flipped_fraction"):
+        np.testing.assert_array_equal(values[name], twin_values[name], err_msg=name)
+    np.testing.assert_array_equal(to_numpy(runner.model.spins), to_numpy(twin.model.spins))
