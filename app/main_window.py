@@ -870,7 +870,7 @@ class MainWindow(QtWidgets.QMainWindow):
             if limit > 0:
                 # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
                 budget = self._step_budget() if self.adaptive and self._step_target is None else None
-                if budget is not None and self.model.backend_name == "cuda":
+                if budget is not None and self._device_paced():
                     # Show what the last frame computed, then launch this frame's steps: the texture is written
                     # behind the last frame's steps in the stream, and Qt paints the window in the event loop
                     # while the new steps run (OpenGL and CUDA share the GPU by time slices). The picture is
@@ -918,12 +918,15 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.running:
             continue_while_stale(self.plot_canvas)
 
+    def _device_paced(self) -> bool:
+        """Whether running frames are paced on a CUDA device (app/pacing.py): frames kept short, not a scripted
+        run of a number of steps."""
+        return self.adaptive and self._step_target is None and self.model.backend_name == "cuda"
+
     def _plot_interval(self) -> float:
         """Seconds between refreshes of the live plots: longer while a device runs flat out and the plots would
         take more than their share of the GUI thread (app/pacing.py PlotPacer)."""
-        device_paced = (self.running and self.adaptive and self._step_target is None
-                        and self.model.backend_name == "cuda")
-        return self.plot_pacer.interval(device_paced)
+        return self.plot_pacer.interval(self.running and self._device_paced())
 
     def _plots_paint_in_this_frame(self) -> bool:
         """Whether this frame's end will ask for a paint of the live plots (``_frame_end``)."""
