@@ -7,7 +7,7 @@ For each lattice (2D L2^2 and 3D L3^3, Metropolis on the device) it measures:
   fixed sweeps per frame: frames/s (draws of the lattice canvas) and sweeps/s; the largest number of sweeps
   per frame that keeps ``--fps`` is the case reported, with its ratio to the headless ``step(n)`` rate; then
   the adaptive frame loop over ``--seconds`` of steady running: its frames, the longest gap between frame ticks
-  (with ``--trace``, what each gap over 50 ms was made of) and in how many frames the live plots were drawn;
+  (with ``--trace``, what each gap over 50 ms was made of, and each such gap between lattice draws) and in how many frames the live plots were drawn;
 - the slider-to-screen latency: from ``set_parameter("T", ...)`` to the end of the first lattice draw whose
   frame stepped with the new temperature (median over a few changes);
 - for each switch of dimension, lattice size and model (the window builds the new model on a worker thread,
@@ -38,8 +38,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--profile", action="store_true",
                         help="print where the window's time goes during the 2D adaptive run (cProfile)")
     parser.add_argument("--trace", action="store_true",
-                        help="for each switch, list what ran on the GUI thread in every tick gap over 50 ms "
-                             "(bench/window_trace.py; slows every event a little)")
+                        help="for each switch, list what ran on the GUI thread in every gap over 50 ms between "
+                             "frame-loop ticks or between lattice draws (bench/window_trace.py; slows every "
+                             "event a little)")
 
 
 class WindowProbe:
@@ -118,8 +119,12 @@ def timed_switch(window, probe, label: str, change, after: float = 0.5) -> dict:
     result.update(swap_split(window, swap_before))
     tracer = getattr(probe, "tracer", None)
     if tracer is not None:
-        result["trace"] = tracer.report(probe.ticks, since, until)
-        print(f"{label}: longest tick gap {result['longest_tick_gap_ms']:.0f} ms")
+        # the gaps between frame-loop ticks, then those between lattice draws (a frame that stepped but whose
+        # picture came late: the tick gaps can all be short while the view stands still)
+        result["trace"] = tracer.report(probe.ticks, since, until) + \
+            tracer.report(probe.draws, since, until, name="draw gap")
+        print(f"{label}: longest tick gap {result['longest_tick_gap_ms']:.0f} ms, draw gap "
+              f"{result['longest_draw_gap_ms']:.0f} ms")
         print("\n".join(result["trace"]), flush=True)
     return result
 
@@ -191,6 +196,15 @@ def latency(window, probe, temperatures, repeats: int = 5) -> float:
     return statistics.median(samples) if samples else float("nan")
 
 
+def results_dir(args):
+    """Where the results and the window's pictures go: ``--out-dir``, or bench/results unless ``--no-json``."""
+    from pathlib import Path
+    from latticelab.bench.cli import RESULTS_DIR
+    if args.out_dir:
+        return Path(args.out_dir)
+    return None if args.no_json else Path(RESULTS_DIR)
+
+
 def view_check(window, args, tag: str) -> dict:
     """That the frames counted really drew the lattice: the share of the view's pixels that are not the
     background, and of those, how many distinct colours (a drawn lattice of random spins has several); the
@@ -202,11 +216,13 @@ def view_check(window, args, tag: str) -> dict:
     background = np.asarray(palette.rgba_bytes(palette.BACKGROUND)[:3])
     drawn = np.abs(image[..., :3].astype(int) - background).sum(axis=2) > 6
     colours = len(np.unique(image[drawn][:, :3], axis=0)) if drawn.any() else 0
-    out_dir = args.out_dir or "."
-    try:
-        io.write_png(f"{out_dir}/window-{tag}.png", window.capture("window"), overwrite=True)
-    except Exception as exc:   # the check itself still stands
-        print(f"could not save the window image: {exc}")
+    out_dir = results_dir(args)
+    if out_dir is not None:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            io.write_png(out_dir / f"window-{tag}.png", window.capture("window"), overwrite=True)
+        except Exception as exc:   # the check itself still stands
+            print(f"could not save the window image: {exc}")
     return {"drawn_fraction": float(drawn.mean()), "colours": int(colours)}
 
 
@@ -415,8 +431,7 @@ def main(args) -> int:
     for c in cases:
         c["gl_renderer"] = str(renderer)
     if not args.no_json:
-        from latticelab.bench.cli import RESULTS_DIR
         from latticelab.bench.report import write_results
-        path = write_results("window", device, cases, out_dir=args.out_dir or str(RESULTS_DIR))
+        path = write_results("window", device, cases, out_dir=str(results_dir(args)))
         print(f"wrote {path}")
     return 0

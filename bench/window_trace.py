@@ -122,8 +122,9 @@ class Tracer:
 
     # ---- reporting -----------------------------------------------------------------------------
     def report(self, ticks: list[float], since: float, until: float, threshold_s: float = 0.05,
-               top: int = int(os.environ.get("LATTICELAB_TRACE_TOP", "8"))) -> list[str]:
-        """Lines describing each gap between ``ticks`` over [since, until] longer than ``threshold_s``."""
+               top: int = int(os.environ.get("LATTICELAB_TRACE_TOP", "8")), name: str = "gap") -> list[str]:
+        """Lines describing each gap between ``ticks`` over [since, until] longer than ``threshold_s`` (each
+        headed "<name> <ms> ms:")."""
         points = [t for t in ticks if t < since][-1:] + [t for t in ticks if since <= t <= until] + [until]
         lines = []
         for a, b in zip(points, points[1:]):
@@ -133,7 +134,7 @@ class Tracer:
             inside.sort(key=lambda s: s[0] - s[1])
             if os.environ.get("LATTICELAB_TRACE_ORDER") == "time":
                 inside = sorted(inside[:top], key=lambda s: (s[0], s[2]))
-            lines.append(f"gap {1000 * (b - a):.0f} ms:")
+            lines.append(f"{name} {1000 * (b - a):.0f} ms:")
             for start, end, depth, label in inside[:top]:
                 lines.append(f"    {1000 * (end - start):7.1f} ms  {'  ' * depth}{label}")
         return lines
