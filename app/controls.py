@@ -12,6 +12,7 @@ from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.form import ParameterForm
 from latticelab.app.settings import SCHEMA as SETTINGS_SCHEMA
+from latticelab.app.settings import AUTO_STEPS, MAX_STEPS_PER_FRAME, default_steps_per_frame
 from latticelab.sim.model import Model
 
 
@@ -37,9 +38,14 @@ class ControlsPanel(QtWidgets.QWidget):
 
         running = QtWidgets.QGroupBox("Running")
         form = QtWidgets.QFormLayout(running)
-        self.steps_per_frame = QtWidgets.QSpinBox(objectName="steps_per_frame", minimum=1, maximum=100000, value=1)
-        self.steps_per_frame.setToolTip("Steps per frame (at most; fewer when a frame would exceed its time budget)")
+        self.steps_per_frame = QtWidgets.QSpinBox(objectName="steps_per_frame", minimum=AUTO_STEPS,
+                                                  maximum=MAX_STEPS_PER_FRAME, value=1)
+        self.steps_per_frame.setSpecialValueText("auto")      # shown for AUTO_STEPS, the box's minimum
+        self.steps_per_frame.setToolTip("Steps per frame (at most; fewer when a frame would exceed its time "
+                                        "budget). auto (below 1): as many as fit in the frame's time")
         self.adaptive = QtWidgets.QCheckBox("keep frames under 30 ms", objectName="adaptive", checked=True)
+        self.adaptive.setToolTip("Take fewer steps in a frame than asked when they would make it slower "
+                                 "(always so with auto)")
         form.addRow("Steps / frame", self.steps_per_frame)
         form.addRow("", self.adaptive)
         layout.addWidget(running)
@@ -66,6 +72,7 @@ class ControlsPanel(QtWidgets.QWidget):
         layout.addStretch(1)
 
         self.steps_per_frame.valueChanged.connect(self.stepsPerFrameChanged)
+        self.steps_per_frame.valueChanged.connect(self._steps_per_frame_set)
         for box in (self.highlight, self.show_links, self.unfold):
             box.toggled.connect(lambda _: self.viewChanged.emit())
         self.peel.valueChanged.connect(self._peel_moved)
@@ -131,16 +138,27 @@ class ControlsPanel(QtWidgets.QWidget):
         if self.form is not None:
             self.form.show_error(name, message, value)
 
-    def restore_view_defaults(self) -> None:
-        """The run and view options back to their defaults (app/settings.py); the signals tell the window."""
+    def restore_view_defaults(self, backend_name: str) -> None:
+        """The run and view options back to their defaults (app/settings.py; Steps / frame that of the backend);
+        the signals tell the window."""
         defaults = {key.split("/", 1)[1]: default for key, (_check, default) in SETTINGS_SCHEMA.items()
                     if key.startswith(("view/", "run/"))}
-        self.steps_per_frame.setValue(defaults["steps_per_frame"])
+        self.steps_per_frame.setValue(default_steps_per_frame(backend_name))
         self.adaptive.setChecked(defaults["adaptive"])
         self.highlight.setChecked(defaults["highlight"])
         self.show_links.setChecked(defaults["show_links"])
         self.unfold.setChecked(defaults["unfold"])
         self.peel.setValue(defaults["peel"])
+
+    def set_steps_per_frame(self, value: int) -> None:
+        """Show ``value`` (AUTO_STEPS: auto) without telling the window (it is given the value itself)."""
+        with QtCore.QSignalBlocker(self.steps_per_frame):
+            self.steps_per_frame.setValue(value)
+        self._steps_per_frame_set(self.steps_per_frame.value())
+
+    def _steps_per_frame_set(self, value: int) -> None:
+        # with auto the frame's time budget always applies: the box beside it does not
+        self.adaptive.setEnabled(value != AUTO_STEPS)
 
     def _peel_moved(self, layers: int) -> None:
         self.peel_label.setText(str(layers))

@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
                           "model parameters (default: the last session's values, else the model's defaults)")
     s = parser.add_argument_group("running and figures")
     s.add_argument("--steps", type=int, default=None, help="run this many steps, then pause (with --quit: default 0)")
-    s.add_argument("--steps-per-frame", type=int, default=None, help="at most this many steps per frame")
+    s.add_argument("--steps-per-frame", type=int, default=None, help="at most this many steps per frame; 0: auto, as many as fit in a frame (the default "
+                        "on a CUDA device; 1 on the CPU)")
     s.add_argument("--screenshot", metavar="PATH", default=None,
                    help="after --steps, write a PNG here (an existing file is kept: a free name is chosen)")
     s.add_argument("--screenshot-what", choices=SCREENSHOT_KINDS, default="view",
@@ -87,13 +88,16 @@ def run_gui(args) -> int:
     from PySide6 import QtCore, QtWidgets
 
     from latticelab.app.main_window import MainWindow
-    from latticelab.app.settings import Preferences
+    from latticelab.app.settings import MAX_STEPS_PER_FRAME, Preferences
     from latticelab.sim.backend import select_backend
     from latticelab.sim.params import ParameterError
 
     size = _window_size(args.window_size)
     if args.steps is not None and args.steps < 0:
         raise ParameterError("steps", f"must be a non-negative integer; got {args.steps}")
+    if args.steps_per_frame is not None and not 0 <= args.steps_per_frame <= MAX_STEPS_PER_FRAME:
+        raise ParameterError("steps-per-frame", f"must be 0 (auto: as many as fit in a frame) or 1 .. "
+                                                f"{MAX_STEPS_PER_FRAME}; got {args.steps_per_frame}")
     if args.record:
         from latticelab.app.cli import check_record_options
         check_record_options(args)
@@ -129,7 +133,7 @@ def run_gui(args) -> int:
 
     c = window.controls
     if args.steps_per_frame is not None:
-        c.steps_per_frame.setValue(max(1, args.steps_per_frame))
+        c.steps_per_frame.setValue(args.steps_per_frame)
     if args.unfold:
         c.unfold.setChecked(True)
     if args.show_links:

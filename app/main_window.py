@@ -30,7 +30,7 @@ from latticelab.app.canvas_paints import draw_only_when_changed
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dialogs import confirm_replace
 from latticelab.app.qt_compat import protect_singletons, share_gl_contexts
-from latticelab.app.settings import Preferences, variant_key
+from latticelab.app.settings import AUTO_STEPS, MAX_STEPS_PER_FRAME, Preferences, default_steps_per_frame, variant_key
 from latticelab.app.kernel_cache import device_identity, start_in_background
 from latticelab.app.preparing import Job, ModelPreparer, current_device
 from latticelab.app import preparing
@@ -303,8 +303,8 @@ class MainWindow(QtWidgets.QMainWindow):
                             (c.unfold, "view/unfold"), (c.adaptive, "run/adaptive")):
             with QtCore.QSignalBlocker(widget):
                 widget.setChecked(p.get(key))
-        with QtCore.QSignalBlocker(c.steps_per_frame):
-            c.steps_per_frame.setValue(p.get("run/steps_per_frame"))
+        steps = p.get("run/steps_per_frame")
+        c.set_steps_per_frame(default_steps_per_frame(self.model.backend_name) if steps is None else steps)
         colour_key.restore(self, p.get("view/legend"))
         self.steps_per_frame = c.steps_per_frame.value()
         self.adaptive = c.adaptive.isChecked()
@@ -327,7 +327,10 @@ class MainWindow(QtWidgets.QMainWindow):
         p = self.prefs
         p.set("model", self.model.name)
         p.set_model_values(self.model.name, self.runner.params)
-        p.set("run/steps_per_frame", self.steps_per_frame)
+        if self.steps_per_frame == default_steps_per_frame(self.model.backend_name):
+            p.clear("run/steps_per_frame")     # the default follows the backend until the user picks another
+        else:
+            p.set("run/steps_per_frame", self.steps_per_frame)
         p.set("run/adaptive", self.adaptive)
         for key, value in self.controls.view_options().items():
             p.set(f"view/{key}", value)
@@ -863,13 +866,13 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.stepper.busy:
             self._collect_background_steps()
         elif self.running:
-            limit = self.steps_per_frame
+            limit = self.steps_per_frame or MAX_STEPS_PER_FRAME     # auto: the frame's time budget decides
             if self._step_target is not None:
                 limit = min(limit, self._step_target - self.model.step_count)
             shown_first = False
             if limit > 0:
                 # scripted runs take whole frames of steps, so what a frame highlights does not depend on timing
-                budget = self._step_budget() if self.adaptive and self._step_target is None else None
+                budget = self._step_budget() if self._budgeted() and self._step_target is None else None
                 if budget is not None and self._device_paced():
                     # Show what the last frame computed, then launch this frame's steps: the texture is written
                     # behind the last frame's steps in the stream, and Qt paints the window in the event loop
@@ -921,7 +924,12 @@ class MainWindow(QtWidgets.QMainWindow):
     def _device_paced(self) -> bool:
         """Whether running frames are paced on a CUDA device (app/pacing.py): frames kept short, not a scripted
         run of a number of steps."""
-        return self.adaptive and self._step_target is None and self.model.backend_name == "cuda"
+        return self._budgeted() and self._step_target is None and self.model.backend_name == "cuda"
+
+    def _budgeted(self) -> bool:
+        """Whether frames take fewer steps than Steps / frame when those would make them slow: "keep frames under
+        30 ms" checked, or Steps / frame auto (as many as fit)."""
+        return self.adaptive or self.steps_per_frame == AUTO_STEPS
 
     def _plot_interval(self) -> float:
         """Seconds between refreshes of the live plots: longer while a device runs flat out and the plots would
@@ -956,7 +964,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _pace(self, stepping_start: float, steps: int) -> None:
         self.pacer.stepped(stepping_start, steps, self.runner.seconds_per_step)
         # on a device the timer runs back to back: the stepping budget, not the timer, sets the frame rate
-        interval = 0 if self.model.backend_name == "cuda" and self.adaptive else FRAME_INTERVAL_MS
+        interval = 0 if self.model.backend_name == "cuda" and self._budgeted() else FRAME_INTERVAL_MS
         if self.timer.interval() != interval:
             self.timer.setInterval(interval)
 

@@ -45,11 +45,23 @@ def _bool(value) -> bool:
     raise ValueError("not a boolean")
 
 
+AUTO_STEPS = 0                  # "Steps / frame" auto: as many steps as fit in the frame's time budget
+MAX_STEPS_PER_FRAME = 100000
+
+
 def _steps(value) -> int:
     value = _int(value)
-    if not 1 <= value <= 100000:
-        raise ValueError("not in 1 .. 100000")
+    if not (value == AUTO_STEPS or 1 <= value <= MAX_STEPS_PER_FRAME):
+        raise ValueError(f"not {AUTO_STEPS} (auto) or 1 .. {MAX_STEPS_PER_FRAME}")
     return value
+
+
+def default_steps_per_frame(backend_name: str) -> int:
+    """The Steps / frame a window starts with where none was chosen: auto on a CUDA device, whose speed is why one
+    runs there (a 4096^2 Ising lattice sweeps some 30,000 times a second; one sweep a frame would show 60 of
+    them), and 1 on the CPU, where each frame shows one step and the cells it changed (the step-through view),
+    and where one step of a large lattice fills a frame anyway."""
+    return AUTO_STEPS if backend_name == "cuda" else 1
 
 
 def _peel(value) -> int:
@@ -66,7 +78,7 @@ def _text(value) -> str:
 # Window-level keys: (checker, default). Model parameters are not listed here: their schema checks them.
 SCHEMA = {
     "model": (_text, ""),
-    "run/steps_per_frame": (_steps, 1),
+    "run/steps_per_frame": (_steps, None),    # None: the backend's default (default_steps_per_frame)
     "run/adaptive": (_bool, True),
     "view/highlight": (_bool, True),
     "view/show_links": (_bool, False),
@@ -162,6 +174,11 @@ class Preferences:
     def set(self, key: str, value) -> None:
         if self.store is not None:
             self.store.setValue(key, value)
+
+    def clear(self, key: str) -> None:
+        """Forget ``key``: ``get`` gives its default again."""
+        if self.store is not None:
+            self.store.remove(key)
 
     # ---- model parameters --------------------------------------------------------------------------
     def _prefix(self, model: str, variant: str) -> str:

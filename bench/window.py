@@ -227,6 +227,7 @@ def view_check(window, args, tag: str) -> dict:
 
 
 def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict:
+    from latticelab.app.settings import AUTO_STEPS
     from latticelab.sim.models import get_model
     T = 2.0 if dim == 2 else 4.0
     model = get_model("ising").create(backend=args.backend, dim=dim, L=L, T=T, p=0.0, algorithm="metropolis")
@@ -249,10 +250,10 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
     kept = [r for r in rows if r["frames_per_s"] >= args.fps] or rows[:1]
     best = max(kept, key=lambda r: r["sweeps_per_s"])
     window.adaptive = True
-    # The pacing decides how many sweeps a frame takes; the cap is the largest the Steps / frame box allows (the
-    # ladder's top, 512 by default, had capped the run: at 2D 4096^2 on the H100 512 sweeps are 13 ms of device
-    # time, 78% of the headless rate at 60 frames/s, below what the pacing asks for)
-    window.steps_per_frame = window.controls.steps_per_frame.maximum()
+    # Steps / frame auto, the CUDA window's default: the pacing decides how many sweeps a frame takes (a fixed cap,
+    # the ladder's top of 512, had capped the run: at 2D 4096^2 on the H100 512 sweeps are 13 ms of device time,
+    # 78% of the headless rate at 60 frames/s, below what the pacing asks for)
+    window.steps_per_frame = AUTO_STEPS
     wait_events(0.5)
     profiler = None
     if args.profile and dim == 2:
@@ -312,7 +313,7 @@ def main(args) -> int:
     from PySide6 import QtWidgets
     vispy.use(app="pyside6")
     from latticelab.app.main_window import MainWindow
-    from latticelab.app.settings import Preferences
+    from latticelab.app.settings import Preferences, default_steps_per_frame
     from latticelab.sim.backend import select_backend
     from latticelab.sim.params import ParameterError
 
@@ -370,8 +371,10 @@ def main(args) -> int:
           flush=True)
     cases = [measure_lattice(window, probe, 2, args.L2, args, ladder, sync),
              measure_lattice(window, probe, 3, args.L3, args, ladder, sync)]
-    # responsiveness while switching: dimension, size, model and back, the frame loop running
-    window.steps_per_frame, window.adaptive = 1, True
+    # responsiveness while switching: dimension, size, model and back, the frame loop running at the window's
+    # default Steps / frame (auto on a CUDA device, 1 on the CPU)
+    window.adaptive = True
+    window.steps_per_frame = default_steps_per_frame(window.model.backend_name)
     switches = []
     for name, value in (("dim", 2), ("L", args.L2 // 2), ("L", args.L2), ("dim", 3)):
         switches.append(timed_switch(window, probe, f"{name} = {value}",

@@ -161,7 +161,9 @@ def test_settings_persist_and_broken_values_fall_back(make_window, tmp_path):
     assert len(prefs.problems) == 2 and any("models/ising/dim=2/T" in p for p in prefs.problems)
     again = make_window(settings_file=settings, L=16)
     assert again.controls.show_links.isChecked()                       # kept from the last session
-    assert again.controls.steps_per_frame.value() == 1                 # broken: default
+    from latticelab.app.settings import default_steps_per_frame
+    default = default_steps_per_frame(again.model.backend_name)       # broken: the backend's default
+    assert again.controls.steps_per_frame.value() == default
     assert "run/steps_per_frame" in again.last_error and "window/geometry" in again.last_error
 
 

@@ -139,7 +139,9 @@ def test_restore_defaults_asks_then_resets_parameters_and_view_in_one_undoable_s
     assert window.runner.params == defaults
     assert (window.model.L, window.model.T) == (defaults.L, defaults.T)
     assert c.field("T").box.text() == f"{defaults.T:g}"
-    assert c.highlight.isChecked() and c.steps_per_frame.value() == 1 and window.steps_per_frame == 1
+    from latticelab.app.settings import default_steps_per_frame
+    steps = default_steps_per_frame(window.model.backend_name)                # 1 on the CPU, auto on CUDA
+    assert c.highlight.isChecked() and c.steps_per_frame.value() == steps and window.steps_per_frame == steps
     assert window.legend_action.isChecked() and window.legend_overlay.visible   # a view option like the rest
     window.undo_action.trigger()                                              # one step back to all of it
     assert (window.model.L, window.model.T, window.runner.params.seed) == (16, 1.5, 9)
