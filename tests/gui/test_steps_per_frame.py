@@ -12,14 +12,15 @@ from latticelab.app.settings import AUTO_STEPS, default_steps_per_frame
 from latticelab.sim.params import ParameterError
 
 
-def _steps_after_each_frame(window, qtbot, frames: int) -> np.ndarray:
-    """Run the window for ``frames`` frames; the model's step count after each (the frame loop's slot runs first)."""
+def _steps_after_each_frame(window, qtbot, until) -> np.ndarray:
+    """Run the window until ``until(steps of each frame so far)`` holds; the steps of each frame (the model's step
+    count after each frame: the frame loop's slot runs first)."""
     counts = []
     record = lambda: counts.append(window.model.step_count)  # noqa: E731
     window.timer.timeout.connect(record)
     window.set_running(True)
     try:
-        qtbot.waitUntil(lambda: len(counts) >= frames, timeout=30000)
+        qtbot.waitUntil(lambda: len(counts) > 1 and until(np.diff(counts)), timeout=30000)
     finally:
         window.set_running(False)
         window.timer.timeout.disconnect(record)
@@ -32,12 +33,14 @@ def test_auto_takes_as_many_steps_as_fit_in_a_frame_and_a_number_caps_them(make_
     c.steps_per_frame.setValue(AUTO_STEPS)
     assert c.steps_per_frame.text() == "auto" and window.steps_per_frame == AUTO_STEPS
     assert not c.adaptive.isEnabled()                # auto always keeps the frame's budget: the box does not apply
-    per_frame = _steps_after_each_frame(window, qtbot, 12)
-    assert per_frame.max() > 20, per_frame           # far more than one step in a frame once its cost is known
+    # far more than one step in a frame once their cost is known (on a CUDA device the pacing works up to it over
+    # some frames: app/pacing.py)
+    per_frame = _steps_after_each_frame(window, qtbot, lambda steps: steps.max() > 20)
+    assert per_frame.max() > 20, per_frame
 
     c.steps_per_frame.setValue(3)
     assert c.adaptive.isEnabled() and window.steps_per_frame == 3
-    per_frame = _steps_after_each_frame(window, qtbot, 6)
+    per_frame = _steps_after_each_frame(window, qtbot, lambda steps: len(steps) >= 6)
     assert per_frame.max() <= 3 and per_frame.sum() > 0, per_frame
 
 
