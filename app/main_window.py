@@ -45,7 +45,7 @@ from latticelab.sim import io, state
 from latticelab.sim.backend import BackendError, initialise_gpu_libraries
 from latticelab.sim.models import all_models, get_model, model_names
 from latticelab.sim.params import ModelParams, ParameterError
-from latticelab.app.pacing import SWITCH_STEP_BUDGET_S, DevicePacer, PlotPacer
+from latticelab.app.pacing import DevicePacer, PlotPacer
 from latticelab.sim.runner import FirstLook, Runner
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self._plot_fonts = None              # one VisPy font manager (glyph atlas) for all of them
         self.last_swap: dict = {}            # the last model change's GUI-thread parts, in seconds (bench/window.py)
         self._swapped_at = -math.inf         # perf_counter() of the last model change shown (``settling``)
-        self.switch_budget_s = SWITCH_STEP_BUDGET_S   # device frames' steps while switching (None: not limited)
         self.settle_after_swap_s = None      # seconds ``settling`` lasts after a swap (None: by backend)
 
         self._build_canvases()
@@ -960,31 +959,12 @@ class MainWindow(QtWidgets.QMainWindow):
         slow and would otherwise take all the time). On a CUDA device the frame is paced (app/pacing.py)."""
         if self.model.backend_name != "cuda":
             return FRAME_BUDGET_S
-        budget = self.pacer.budget()
-        if self._switch_limited():
-            # A switch's own GPU work (the new model's view, plots and docks drawn for the first time, Qt composing
-            # the window around them) shares the device with the sweeps: their frames stay short while it lasts
-            budget = min(budget, self.switch_budget_s)
-        return budget
-
-    def _switch_limited(self) -> bool:
-        """Whether device frames take SWITCH_STEP_BUDGET_S of steps: a change of model, dimension or size is under
-        way (its model being built, its form and plots made) or was shown less than the settling time ago
-        (``settling``, without the idle staging ahead)."""
-        if self.switch_budget_s is None:
-            return False
-        return self.preparer.busy or (self.settling() and not self.staging.busy)
+        return self.pacer.budget()
 
     def _pace(self, stepping_start: float, steps: int) -> None:
-        device_paced = self.model.backend_name == "cuda" and self._budgeted()
-        switching = device_paced and self._switch_limited()
-        if switching:
-            self.pacer.restart()     # a switch's short frames are not what the pacing measures
-        else:
-            self.pacer.stepped(stepping_start, steps, self.runner.seconds_per_step)
-        # on a device the timer runs back to back: the stepping budget, not the timer, sets the frame rate (while
-        # switching, the steps are short and the timer keeps the frames at their usual rate)
-        interval = 0 if device_paced and not switching else FRAME_INTERVAL_MS
+        self.pacer.stepped(stepping_start, steps, self.runner.seconds_per_step)
+        # on a device the timer runs back to back: the stepping budget, not the timer, sets the frame rate
+        interval = 0 if self.model.backend_name == "cuda" and self._budgeted() else FRAME_INTERVAL_MS
         if self.timer.interval() != interval:
             self.timer.setInterval(interval)
 

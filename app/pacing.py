@@ -17,7 +17,6 @@ from __future__ import annotations
 FRAME_PERIOD_S = 1 / 60
 FRAME_TARGET_S = 0.97 * FRAME_PERIOD_S   # a little under the period, so frames stay at 60/s
 MIN_STEP_BUDGET_S = 0.002
-SWITCH_STEP_BUDGET_S = 0.004             # a frame's steps while the window switches model, dimension or size
 SMOOTHING = 0.2                          # weight of the newest frame in the running excess
 
 

@@ -37,9 +37,6 @@ def add_arguments(parser) -> None:
                         help="build every new model on the worker, as on a device (a CPU dry run of the switches)")
     parser.add_argument("--profile", action="store_true",
                         help="print where the window's time goes during the 2D adaptive run (cProfile)")
-    parser.add_argument("--no-switch-limit", action="store_true",
-                        help="for comparison: device frames keep their full steps while the window switches "
-                             "(app/main_window.py switch_budget_s)")
     parser.add_argument("--trace", action="store_true",
                         help="for each switch, list what ran on the GUI thread in every gap over 50 ms between "
                              "frame-loop ticks or between lattice draws (bench/window_trace.py; slows every "
@@ -378,8 +375,6 @@ def main(args) -> int:
     # default Steps / frame (auto on a CUDA device, 1 on the CPU)
     window.adaptive = True
     window.steps_per_frame = default_steps_per_frame(window.model.backend_name)
-    if args.no_switch_limit:
-        window.switch_budget_s = None
     switches = []
     for name, value in (("dim", 2), ("L", args.L2 // 2), ("L", args.L2), ("dim", 3)):
         switches.append(timed_switch(window, probe, f"{name} = {value}",
