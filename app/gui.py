@@ -101,8 +101,8 @@ def run_gui(args) -> int:
     if args.record:
         from latticelab.app.cli import check_record_options
         check_record_options(args)
-    from latticelab.app.qt_compat import share_gl_contexts
-    share_gl_contexts()          # before the QApplication: docks holding canvases can float and dock again
+    from latticelab.app.qt_compat import prepare_gl_before_app
+    prepare_gl_before_app()      # before the QApplication: one GL share group, presentation without vsync
     qt_app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     qt_app.setOrganizationName("latticelab")
     qt_app.setApplicationName("latticelab")

@@ -282,8 +282,8 @@ def main(args) -> int:
         raise ParameterError("size", f"need a size like 1400x860; got {args.size!r}") from None
     if args.seconds <= 0 or args.L2 < 4 or args.L3 < 4:
         raise ParameterError("seconds/L2/L3", "need seconds > 0 and lattice sides >= 4")
-    from latticelab.app.qt_compat import share_gl_contexts
-    share_gl_contexts()     # as the application does
+    from latticelab.app.qt_compat import prepare_gl_before_app
+    prepare_gl_before_app()     # as the application does
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
     window = MainWindow("ising", {"dim": 2, "L": 64, "algorithm": "metropolis"}, Preferences(None),
                         interactive=False, backend="numpy")

@@ -91,8 +91,8 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         _no_display = True  # reported in the header below
     try:         # as the application does before its QApplication is made (app/qt_compat.py)
-        from latticelab.app.qt_compat import share_gl_contexts
-        share_gl_contexts()
+        from latticelab.app.qt_compat import prepare_gl_before_app
+        prepare_gl_before_app()
     except ImportError:  # no PySide6 here (the GPU machine's kernel tests)
         pass
 
