@@ -56,6 +56,9 @@ STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many fra
 STAGE_AHEAD_AFTER_S = 2.0    # the other models' forms and plots are made ahead from this long after start-up
 PLOT_DRAW_BUDGET_S = 0.006   # a paint draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
+# the live plots' history keeps at most this many samples of a frame's steps (sim/runner.py thin): with Steps / frame
+# auto a CUDA frame takes some 500 sweeps of a 4096^2 lattice, and its 1000 samples covered the last two frames
+PLOT_SAMPLES_PER_FRAME = 4
 SETTLE_AFTER_SWAP_S = {"cuda": 1.0}  # by backend: the hidden docks' preparation waits this long after a swap
 # a new model this large (its estimated bytes) is built on a worker thread (app/preparing.py); on a CUDA device a
 # smaller one too, since its kernels may have to be compiled
@@ -78,6 +81,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.prefs = preferences or Preferences(None)
         self.interactive = interactive   # False: scripted runs never open dialogs
         self.runner = Runner(model, parameters, backend=backend)
+        self.runner.samples_per_batch = PLOT_SAMPLES_PER_FRAME
         if self.runner.model.backend_name == "cuda":
             # loaded here, not first by a model's build on a worker thread, where loading them blocked this
             # thread's texture writes for up to a third of a second (sim/backend.py)

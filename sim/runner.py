@@ -22,6 +22,20 @@ from latticelab.sim.models import get_model
 from latticelab.sim.params import ModelParams, ParameterError
 
 
+def thin(times, observables: dict, keep: int | None) -> tuple:
+    """A batch's samples (``times`` (n,), ``observables[name]`` (n,)) cut to at most ``keep``, evenly spaced and
+    ending with the batch's last step; all of them when ``keep`` is None or the batch has no more. (A window
+    taking hundreds of steps a frame keeps a few samples of each: its plots then span seconds, not the last
+    frame or two, and each sample is still one step's value.)"""
+    n = len(times)
+    if keep is None or n <= keep:
+        return times, observables
+    stride = -(-n // keep)                                  # ceil(n / keep): at most ``keep`` samples
+    picked = np.arange(n - 1, -1, -stride)[::-1]
+    return (np.asarray(times)[picked],
+            {name: np.asarray(values)[picked] for name, values in observables.items()})
+
+
 class ObservableHistory:
     """The last ``capacity`` samples of each declared observable, plus the standard deviation over a sliding
     window of the most recent ``window`` samples for those declared with ``spread`` (named ``<name>_std``)."""
@@ -133,6 +147,8 @@ class Runner:
         self.highlight = None          # cells changed since the last frame was shown
         self.state_version = 0         # bumps when what the view shows changes
         self.seconds_per_step = None   # running estimate of one step's cost (None: not measured yet)
+        # the history keeps at most this many samples of a batch of steps (``thin``); None: every step
+        self.samples_per_batch: int | None = None
         self._last_batch = 1
         self._waiting = []             # batches whose observables the device is still copying
         self._after_new_model()
@@ -282,7 +298,7 @@ class Runner:
         self.seconds_per_step = per_step if old is None else 0.5 * old + 0.5 * per_step
 
     def _push(self, times, observables) -> None:
-        self.history.push_many(times, observables)
+        self.history.push_many(*thin(times, observables, self.samples_per_batch))
 
     def _record(self, observables: dict | None = None) -> None:
         self.history.push(self.model.time, self.model.observables() if observables is None else observables)

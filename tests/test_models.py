@@ -269,6 +269,29 @@ def test_the_history_takes_a_frame_as_single_steps_would():
                 np.testing.assert_allclose(v2[key], v1[key], rtol=1e-9, atol=1e-12, err_msg=key)
 
 
+def test_a_runner_keeping_a_few_samples_a_frame_keeps_true_steps_ending_with_the_last():
+    """Runner.samples_per_batch (the window's live plots at hundreds of steps a frame): at most that many samples
+    of each batch go into the history, evenly spaced, the batch's last step among them, each the value the same
+    step has in a runner that keeps every step; a batch no longer than that keeps all."""
+    from latticelab.sim.runner import Runner
+    params = {"dim": 2, "L": 16, "T": 2.3, "p": 0.0, "algorithm": "metropolis", "seed": 5}
+    every, thinned = Runner("ising", params, backend="numpy"), Runner("ising", params, backend="numpy")
+    thinned.samples_per_batch = 4
+    for n in (3, 4, 25, 100):
+        every.advance(n)
+        thinned.advance(n)
+    (t_all, v_all), (t_few, v_few) = every.history.arrays(), thinned.history.arrays()
+    # the first record, 3 + 4 (all kept), then 4 of 25 and 4 of 100
+    assert len(t_few) == 1 + 3 + 4 + 4 + 4 and len(t_all) == 1 + 3 + 4 + 25 + 100
+    assert t_few[-1] == t_all[-1] == 132 and 32 in t_few and 7 in t_few      # each batch's last step
+    np.testing.assert_array_equal(t_few[:8], t_all[:8])                      # short batches: every step
+    steps = np.diff(t_few[8:12])
+    assert steps.min() == steps.max() == 7                                    # 25 steps: every 7th, ending at 32
+    where = np.searchsorted(t_all, t_few)
+    for name in ("magnetisation", "energy", "flipped_fraction"):
+        np.testing.assert_array_equal(v_few[name], v_all[name][where], err_msg=name)
+
+
 @pytest.mark.parametrize("name", model_names())
 def test_a_runner_adopting_a_first_look_records_what_adopting_the_model_records(name):
     """``Runner.load`` of a ``FirstLook(model)`` (taken where the model was built) starts the history and the

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PySide6 import QtCore
 
+from latticelab.app.main_window import PLOT_SAMPLES_PER_FRAME
 from latticelab.app.settings import AUTO_STEPS, default_steps_per_frame
 from latticelab.sim.params import ParameterError
 
@@ -37,6 +38,12 @@ def test_auto_takes_as_many_steps_as_fit_in_a_frame_and_a_number_caps_them(make_
     # some frames: app/pacing.py)
     per_frame = _steps_after_each_frame(window, qtbot, lambda steps: steps.max() > 20)
     assert per_frame.max() > 20, per_frame
+    # the live plots' history keeps a few true steps of each such frame, so that it spans many frames
+    window.runner.collect(wait=True)
+    times, _values = window.runner.history.arrays()
+    kept = np.diff(times[-PLOT_SAMPLES_PER_FRAME:])
+    assert kept.min() >= 1 and kept.max() > 1, times[-8:]
+    assert times[-1] == window.model.step_count
 
     c.steps_per_frame.setValue(3)
     assert c.adaptive.isEnabled() and window.steps_per_frame == 3
