@@ -28,8 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
                           "model parameters (default: the last session's values, else the model's defaults)")
     s = parser.add_argument_group("running and figures")
     s.add_argument("--steps", type=int, default=None, help="run this many steps, then pause (with --quit: default 0)")
-    s.add_argument("--steps-per-frame", type=int, default=None, help="at most this many steps per frame; 0: auto, as many as fit in a frame (the default "
-                        "on a CUDA device; 1 on the CPU)")
+    s.add_argument("--steps-per-frame", type=int, default=None,
+                   help="at most this many steps per frame; 0: auto, as many as fit in a frame (the default on a "
+                        "CUDA device; 1 on the CPU)")
     s.add_argument("--screenshot", metavar="PATH", default=None,
                    help="after --steps, write a PNG here (an existing file is kept: a free name is chosen)")
     s.add_argument("--screenshot-what", choices=SCREENSHOT_KINDS, default="view",

@@ -50,14 +50,14 @@ def share_gl_contexts() -> bool:
     return QtCore.QCoreApplication.testAttribute(attribute)
 
 
-
 def compose_without_vsync() -> None:
     """Let Qt compose and present the window without waiting for the display's vertical refresh (swap interval 0
     in the default surface format, which the top-level window's composition of its GL widgets uses; VisPy's
     own canvases already ask for none). With the default of 1, presenting a composition can block the GUI thread
-    until the next refresh: on the H100 machine (NVIDIA's GLX) the paint events took 11.4-12.6 ms a frame of the
-    GUI thread with it and 8.0-9.1 without, and the window's 2D 4096^2 run reached 62-70% of the headless rate
-    against 79-83% (bench/NOTES.md, ninth session of 2026-11-24). The frame loop paces itself (app/pacing.py),
+    until the next refresh: on one start of the H100 machine (NVIDIA's GLX under Xvfb) the paint events took
+    11.4-12.6 ms a frame of the GUI thread with it and 8.0-9.1 without, and the window's 2D 4096^2 run reached
+    62-70% of the headless rate against 79-83%; on another start, where the default did not block, the two were
+    alike (bench/NOTES.md, ninth session of 2026-11-24). The frame loop paces itself (app/pacing.py),
     and Qt spaces its own updates, so nothing is drawn faster for it; a screen without a compositor may show
     tearing in a fast-changing view. Call before the first window is made."""
     from PySide6 import QtGui

@@ -1,17 +1,19 @@
 """``latticelab bench window``: the application's own window, scripted, against the headless engine in the same run.
 
 For each lattice (2D L2^2 and 3D L3^3, Metropolis on the device) it measures:
-- the headless rates: ``model.step(n)`` (n sweeps per call) and ``model.advance(n)`` (what a frame calls: the
+- the headless rates: ``model.step(n)`` (n = 512 sweeps per call, or the ladder's top if larger; the window
+  paused and the device drained first) and ``model.advance(n)`` (what a frame calls: the
   same sweeps plus the per-sweep observables and the union of flips);
 - the real window (app/main_window.py, a QTimer frame loop drawing through the field view) at a ladder of
   fixed sweeps per frame: frames/s (draws of the lattice canvas) and sweeps/s; the largest number of sweeps
   per frame that keeps ``--fps`` is the case reported, with its ratio to the headless ``step(n)`` rate; then
-  the adaptive frame loop over ``--seconds`` of steady running: its frames, the longest gap between frame ticks
-  (with ``--trace``, what each gap over 50 ms was made of, and each such gap between lattice draws) and in how many frames the live plots were drawn;
+  the adaptive frame loop (Steps / frame auto) over ``--seconds`` of steady running: its frames, the longest gap
+  between frame ticks (with ``--trace``, what each gap over 50 ms was made of, and each such gap between lattice
+  draws) and in how many frames the live plots were drawn;
 - the slider-to-screen latency: from ``set_parameter("T", ...)`` to the end of the first lattice draw whose
   frame stepped with the new temperature (median over a few changes);
-- for each switch of dimension, lattice size and model (the window builds the new model on a worker thread,
-  app/preparing.py): the longest gap between frame-loop ticks and between lattice draws from the request until
+- for each switch of dimension, lattice size and model, the window running at its default Steps / frame (it
+  builds the new model on a worker thread, app/preparing.py): the longest gap between frame-loop ticks and between lattice draws from the request until
   the new model has run for a moment, and the seconds until it was swapped in; and where the GUI thread's time
   went: the swap's parts and the longest step of making the new model's form and plots ahead (app/staging.py).
 Needs a display with OpenGL (on a headless NVIDIA machine: Xvfb + GLX, see the README) and PySide6.
