@@ -102,8 +102,9 @@ def run_gui(args) -> int:
     if args.record:
         from latticelab.app.cli import check_record_options
         check_record_options(args)
+    gpu = select_backend(args.backend).is_gpu   # BackendError for an unusable --backend cuda
     from latticelab.app.qt_compat import prepare_gl_before_app
-    prepare_gl_before_app()      # before the QApplication: one GL share group, presentation without vsync
+    prepare_gl_before_app(gpu)   # before the QApplication: one GL share group; on a device, no vsync
     qt_app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     qt_app.setOrganizationName("latticelab")
     qt_app.setApplicationName("latticelab")
@@ -116,7 +117,6 @@ def run_gui(args) -> int:
     else:
         store = QtCore.QSettings()
     prefs = Preferences(store)
-    gpu = select_backend(args.backend).is_gpu   # BackendError for an unusable --backend cuda
     model = resolve_model(args, prefs)
     try:
         params = resolve_parameters(args, prefs, gpu, model)

@@ -53,13 +53,8 @@ def share_gl_contexts() -> bool:
 def compose_without_vsync() -> None:
     """Let Qt compose and present the window without waiting for the display's vertical refresh (swap interval 0
     in the default surface format, which the top-level window's composition of its GL widgets uses; VisPy's
-    own canvases already ask for none). With the default of 1, presenting a composition can block the GUI thread
-    until the next refresh: on one start of the H100 machine (NVIDIA's GLX under Xvfb) the paint events took
-    11.4-12.6 ms a frame of the GUI thread with it and 8.0-9.1 without, and the window's 2D 4096^2 run reached
-    62-70% of the headless rate against 79-83%; on another start, where the default did not block, the two were
-    alike (bench/NOTES.md, ninth session of 2026-11-24). The frame loop paces itself (app/pacing.py),
-    and Qt spaces its own updates, so nothing is drawn faster for it; a screen without a compositor may show
-    tearing in a fast-changing view. Call before the first window is made."""
+    own canvases already ask for none). Call before the first window is made; ``prepare_gl_before_app`` does so
+    for a window whose models run on a CUDA device (``presents_without_vsync``)."""
     from PySide6 import QtGui
     surface = QtGui.QSurfaceFormat.defaultFormat()
     if surface.swapInterval() != 0:
@@ -67,10 +62,23 @@ def compose_without_vsync() -> None:
         QtGui.QSurfaceFormat.setDefaultFormat(surface)
 
 
-def prepare_gl_before_app() -> bool:
+def presents_without_vsync(gpu: bool) -> bool:
+    """Whether the window presents without vsync: where its models run on a CUDA device. There the frame loop runs
+    back to back and the GUI thread's time bounds the sweeps; a presentation blocked until the next refresh took
+    it: on one start of the H100 machine (NVIDIA's GLX under Xvfb) the paint events took 11.4-12.6 ms a frame with
+    vsync and 8.0-9.1 without, and 2D 4096^2 ran at 62-70% of the headless rate against 79-83% (on another start,
+    where the default did not block, the two were alike). On the CPU the frame loop runs on its timer and the
+    models and analyses share the cores with the GUI thread: there a presentation that waits leaves the cores to
+    them, and without it the Spectrum dock's longest gap with NumPy models on 2 cores of that machine (NVIDIA GL)
+    was 45-119 ms over four runs against 34-40 ms (bench/NOTES.md, ninth session of 2026-11-24)."""
+    return bool(gpu)
+
+
+def prepare_gl_before_app(gpu: bool = False) -> bool:
     """What the application sets before its QApplication and windows are made: one share group for every GL
-    context (``share_gl_contexts``; its result is returned) and presentation without vsync
-    (``compose_without_vsync``)."""
+    context (``share_gl_contexts``; its result is returned) and, for a window whose models run on a CUDA device
+    (``gpu``), presentation without vsync (``compose_without_vsync``)."""
     shared = share_gl_contexts()
-    compose_without_vsync()
+    if presents_without_vsync(gpu):
+        compose_without_vsync()
     return shared

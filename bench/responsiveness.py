@@ -283,7 +283,7 @@ def main(args) -> int:
     if args.seconds <= 0 or args.L2 < 4 or args.L3 < 4:
         raise ParameterError("seconds/L2/L3", "need seconds > 0 and lattice sides >= 4")
     from latticelab.app.qt_compat import prepare_gl_before_app
-    prepare_gl_before_app()     # as the application does
+    prepare_gl_before_app(gpu=False)     # as the application does for models on the CPU
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
     window = MainWindow("ising", {"dim": 2, "L": 64, "algorithm": "metropolis"}, Preferences(None),
                         interactive=False, backend="numpy")

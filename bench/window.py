@@ -351,7 +351,7 @@ def main(args) -> int:
         tracer = Tracer()
         tracer.install_classes()
     from latticelab.app.qt_compat import prepare_gl_before_app
-    prepare_gl_before_app()     # as the application does
+    prepare_gl_before_app(backend.is_gpu)     # as the application does
     app = QtWidgets.QApplication.instance() or (traced_application(tracer) if tracer else QtWidgets.QApplication([]))
     window = MainWindow("ising", {"dim": 2, "L": 64, "algorithm": "metropolis"}, Preferences(None),
                         interactive=False, backend=args.backend)

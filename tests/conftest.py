@@ -92,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _no_display = True  # reported in the header below
     try:         # as the application does before its QApplication is made (app/qt_compat.py)
         from latticelab.app.qt_compat import prepare_gl_before_app
-        prepare_gl_before_app()
+        prepare_gl_before_app(gpu=os.environ.get("LATTICELAB_GUI_BACKEND") == "cuda")
     except ImportError:  # no PySide6 here (the GPU machine's kernel tests)
         pass
 
