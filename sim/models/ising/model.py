@@ -160,9 +160,15 @@ class IsingModel(Model):
 
     def _build_graph(self, p: float, rewire_dims: str, lattice: RewiredLattice | None = None) -> None:
         if lattice is None:
-            lattice = build_lattice(self.dim, self.L, p, rewire_dims, self._rng.host_stream())
-        self.graph = lattice
-        self._engine = make_engine(self.xp, lattice)
+            used = self._rng.streams_used
+            try:
+                lattice = build_lattice(self.dim, self.L, p, rewire_dims, self._rng.host_stream())
+            except ParameterError:
+                # a refused graph takes no random stream: the run goes on (and saves) as if it was never asked for
+                self._rng.streams_used = used
+                raise
+        engine = make_engine(self.xp, lattice)       # before the graph is replaced: a failure leaves both as they were
+        self.graph, self._engine = lattice, engine
         self._rewired_mask = None
 
     def reset(self, start: str | None = None, seed: int | None = None) -> None:
