@@ -1,4 +1,5 @@
-"""Work-arounds for defects of particular Qt binding versions, applied once before any window exists."""
+"""What the application sets up in Qt before any window exists: work-arounds for defects of particular binding
+versions, one share group for the GL contexts, and how the window presents its frames."""
 from __future__ import annotations
 
 import ctypes
