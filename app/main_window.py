@@ -80,8 +80,7 @@ class MainWindow(QtWidgets.QMainWindow):
         super().__init__()
         self.prefs = preferences or Preferences(None)
         self.interactive = interactive   # False: scripted runs never open dialogs
-        self.runner = Runner(model, parameters, backend=backend)
-        self.runner.samples_per_batch = PLOT_SAMPLES_PER_FRAME
+        self.runner = Runner(model, parameters, backend=backend, samples_per_batch=PLOT_SAMPLES_PER_FRAME)
         if self.runner.model.backend_name == "cuda":
             # loaded here, not first by a model's build on a worker thread, where loading them blocked this
             # thread's texture writes for up to a third of a second (sim/backend.py)

@@ -139,16 +139,16 @@ class Runner:
     """Owns the model; steps it per frame; remembers which cells to highlight until the next frame."""
 
     def __init__(self, model_name: str, params: ModelParams | dict | None = None, backend: str = "auto",
-                 history_length: int = 1000, spread_window: int = 50):
+                 history_length: int = 1000, spread_window: int = 50, samples_per_batch: int | None = None):
         self.backend = backend
         self.history_length, self.spread_window = history_length, spread_window
+        # the history keeps at most this many samples of a batch of steps (``thin``); None: every step
+        self.samples_per_batch = samples_per_batch
         self.model = self._build(get_model(model_name), params)
         self.pending: dict = {}        # reset parameters waiting for the next reset
         self.highlight = None          # cells changed since the last frame was shown
         self.state_version = 0         # bumps when what the view shows changes
         self.seconds_per_step = None   # running estimate of one step's cost (None: not measured yet)
-        # the history keeps at most this many samples of a batch of steps (``thin``); None: every step
-        self.samples_per_batch: int | None = None
         self._last_batch = 1
         self._waiting = []             # batches whose observables the device is still copying
         self._after_new_model()

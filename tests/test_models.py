@@ -275,8 +275,8 @@ def test_a_runner_keeping_a_few_samples_a_frame_keeps_true_steps_ending_with_the
     step has in a runner that keeps every step; a batch no longer than that keeps all."""
     from latticelab.sim.runner import Runner
     params = {"dim": 2, "L": 16, "T": 2.3, "p": 0.0, "algorithm": "metropolis", "seed": 5}
-    every, thinned = Runner("ising", params, backend="numpy"), Runner("ising", params, backend="numpy")
-    thinned.samples_per_batch = 4
+    every = Runner("ising", params, backend="numpy")
+    thinned = Runner("ising", params, backend="numpy", samples_per_batch=4)
     for n in (3, 4, 25, 100):
         every.advance(n)
         thinned.advance(n)
