@@ -94,6 +94,9 @@ def about_rows(window) -> dict[str, str]:
     if model.backend_name == "cuda":
         rows.update(cuda_info())
     rows.update(opengl_info(window.lattice_canvas))
+    from latticelab.app.raster_canvas import presents_in_raster
+    rows["Canvases"] = ("drawn offscreen, shown as images (software OpenGL)" if presents_in_raster(window.lattice_canvas)
+                        else "OpenGL widgets")
     rows.update({"Python": f"{platform.python_version()} ({platform.python_implementation()})",
                  "Qt": QtCore.qVersion(), "PySide6": PySide6.__version__, "VisPy": vispy.__version__,
                  "NumPy": numpy.__version__, "Platform": f"{platform.system()} {platform.release()} "

@@ -78,8 +78,11 @@ def presents_without_vsync(gpu: bool) -> bool:
 def prepare_gl_before_app(gpu: bool = False) -> bool:
     """What the application sets before its QApplication and windows are made: one share group for every GL
     context (``share_gl_contexts``; its result is returned) and, for a window whose models run on a CUDA device
-    (``gpu``), presentation without vsync (``compose_without_vsync``)."""
+    (``gpu``), presentation without vsync (``compose_without_vsync``); on the CPU with a software renderer, VisPy
+    canvases painted as images (app/raster_canvas.py)."""
     shared = share_gl_contexts()
     if presents_without_vsync(gpu):
         compose_without_vsync()
+    from latticelab.app.raster_canvas import install_canvas_presentation
+    install_canvas_presentation(gpu)
     return shared

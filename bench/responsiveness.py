@@ -299,6 +299,8 @@ def main(args) -> int:
         settle(window)                     # the start-up's own paints (the plots' first picture) are not a case
         from latticelab.app.help_menu import opengl_info
         renderer = opengl_info(window.lattice_canvas).get("OpenGL renderer", "an unknown OpenGL renderer")
+        from latticelab.app.raster_canvas import presents_in_raster
+        canvases = "shown as images" if presents_in_raster(window.lattice_canvas) else "OpenGL widgets"
         cases = [case_swendsen_wang(window, probe, args)]
         window.set_parameter("dim", 3, also={"L": args.L3, "algorithm": "metropolis", "T": 4.0, "p": 0.0})
         cases.append(case_spectrum(window, probe, args, running=True))
@@ -312,7 +314,7 @@ def main(args) -> int:
         gc.unfreeze()
     # the cores this process may run on (a `taskset` run counts what it was given, not the machine's)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
-    device = f"CPU, {cores} cores, NumPy; window drawn by {renderer}"
+    device = f"CPU, {cores} cores, NumPy; window drawn by {renderer}, canvases {canvases}"
     print(f"device: {device}; event-loop probe every {args.tick_ms} ms; {args.seconds:g} s per case; "
           f"made ahead after start-up: {'yes' if staged else 'NO'}")
     for c in cases:

@@ -20,6 +20,9 @@ def open_window(qtbot, **params):
     panel.raise_()
     window.model.step(20)
     assert panel.refresh(force=True), panel.last_error
+    # its first draw tells the dock whether the renderer is a software one (and so how the 3D view stages its
+    # mesh); a canvas shown as an image (app/raster_canvas.py) is first drawn in the window's next paint
+    qtbot.waitUntil(lambda: panel.software_gl is not None, timeout=10000)
     return window, panel
 
 
