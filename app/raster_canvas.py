@@ -257,6 +257,12 @@ def install_canvas_presentation(gpu: bool) -> None:
     def make_canvas_backend(vispy_canvas, **kwargs):
         if "class" not in chosen:
             raster = requested == "raster" or bool(software_renderer())
+            if raster:
+                try:
+                    _gl_functions()
+                except (OSError, AttributeError) as exc:   # no desktop OpenGL library to read pictures back with
+                    log.warning("canvases stay OpenGL widgets: %s", exc)
+                    raster = False
             chosen["class"] = raster_backend_class() if raster else desktop
             log.info("canvases presented %s", "as raster images" if raster else "as OpenGL widgets")
         return chosen["class"](vispy_canvas, **kwargs)
