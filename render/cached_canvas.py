@@ -45,7 +45,7 @@ import numpy as np
 from vispy import gloo, scene
 from vispy.visuals.visual import CompoundVisual
 
-from latticelab.render.plots import paint_requests_held
+from latticelab.render.plots import draw_parts, paint_requests_held
 from latticelab.render.vispy_speedups import layout_pending   # (installed with latticelab.render)
 
 _BLIT_VERT = """
@@ -293,22 +293,48 @@ class RegionCachedCanvas(scene.SceneCanvas):
             # what lies outside the regions is this draw's first piece (it took 10 ms of a 15 ms first share of
             # the live plots' redraw in a switch on llvmpipe): a region follows only if the budget allows
             spent, outside = time.perf_counter() - start, True
+        parts = 0
         while rebuild.left:
             node = rebuild.left[0]
-            expected = self._cost.get(node, rebuild.typical_cost())
-            if (drawn or outside) and spent + expected > self.budget_s:
-                break
-            start = time.perf_counter()
-            with self._drawing_into(self._back[0]), paint_requests_held(self):
-                self._draw_subtree(node)
-            took = time.perf_counter() - start
+            if rebuild.parts is None:
+                expected = self._cost.get(node, rebuild.typical_cost())
+                if (drawn or outside or parts) and spent + expected > self.budget_s:
+                    break
+                if node not in self._cost:
+                    # a region never drawn on this canvas: its visuals' programs are compiled at their first draw
+                    # (10-20 ms each on llvmpipe; a new 3D spectrum view's cell or an axis, two or three programs,
+                    # took 37-54 ms in one draw), so it is drawn a visual at a time, the budget checked between
+                    rebuild.parts, rebuild.part_costs = self._region_parts(node), []
+                # drawn with what it shows from now on: a change after this marks it stale again (a region drawn
+                # a visual at a time may be changed between two of its parts)
+                self._stale.pop(node, None)
+            if rebuild.parts is not None:
+                if (drawn or outside or parts) and spent > self.budget_s:
+                    break
+                start = time.perf_counter()
+                with self._drawing_into(self._back[0]), paint_requests_held(self):
+                    more = next(rebuild.parts, None) is not None
+                took = time.perf_counter() - start
+                rebuild.part_costs.append(took)
+                spent += took
+                if more:
+                    parts += 1
+                    continue
+                took = sum(rebuild.part_costs)
+                rebuild.parts = None
+            else:
+                start = time.perf_counter()
+                with self._drawing_into(self._back[0]), paint_requests_held(self):
+                    self._draw_subtree(node)
+                took = time.perf_counter() - start
+                spent += took
             self._cost[node] = took
             rebuild.costs.append(took)
-            spent += took
             drawn += 1
             rebuild.left.pop(0)
-            self._stale.pop(node, None)      # drawn with what it shows now; a change after this marks it again
         self.last_draw = {"full": False, "regions": drawn, "rebuilding": bool(rebuild.left)}
+        if parts:
+            self.last_draw["parts"] = parts   # visuals of a region begun and not finished in this draw
         if not rebuild.left:                 # complete: it becomes the picture on screen
             (self._fbo, self._picture), self._back = self._back, (self._fbo, self._picture)
             self._blit["u_picture"] = self._picture
@@ -414,6 +440,22 @@ class RegionCachedCanvas(scene.SceneCanvas):
             elif hasattr(each, "draw") and not _draws_nothing(each):
                 each.draw()
 
+    def _region_parts(self, node):
+        """``_draw_subtree(node)`` a visual at a time (a compound visual's parts one by one): draws one per
+        ``next`` and yields its name."""
+        invisible = None
+        for each, start in self._generate_draw_order(node):
+            if not start:
+                if each is invisible:
+                    invisible = None
+                continue
+            if invisible is not None:
+                continue
+            if not each.visible:
+                invisible = each
+            elif hasattr(each, "draw") and not _draws_nothing(each):
+                yield from draw_parts(each, type(each).__name__)
+
     def _show_picture(self) -> None:
         gloo.set_state(blend=False, depth_test=False, cull_face=False, scissor_test=False)
         height, width = self._picture.shape[:2]
@@ -452,6 +494,8 @@ class _Rebuild:
     def __init__(self, placement, rects: dict, left: list):
         self.placement, self.rects, self.left = placement, rects, left
         self.costs: list[float] = []
+        self.parts = None              # the first of ``left`` being drawn a visual at a time (_region_parts)
+        self.part_costs: list[float] = []
 
     def typical_cost(self) -> float:
         """What a region not drawn before is expected to take: the mean of those drawn so far (none: unknown)."""

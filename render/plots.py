@@ -434,7 +434,7 @@ def warm_up_steps(canvas, node, size: int = 16):
             invisible = None
     fbo = None
     for each in drawn:
-        parts = _draw_parts(each, type(each).__name__)
+        parts = draw_parts(each, type(each).__name__)
         while True:
             canvas.set_current()
             # The canvas's own size: VisPy then maps the canvas to the FBO exactly as to the screen, so the push
@@ -469,7 +469,7 @@ def warm_up_steps(canvas, node, size: int = 16):
         yield "the cached picture's program"
 
 
-def _draw_parts(visual, name: str):
+def draw_parts(visual, name: str):
     """Draw ``visual`` as its own ``draw()`` would, a part per ``next``: yields a name after each part drawn. A
     compound visual whose draw is VisPy's (prepare, then each visible subvisual) is split into its subvisuals,
     recursively; any other visual is one part."""
@@ -488,7 +488,7 @@ def _draw_parts(visual, name: str):
     if not parts:             # its prepare (a grid's layout) is a step of its own
         yield name
     for part in parts:
-        yield from _draw_parts(part, f"{name} {type(part).__name__}")
+        yield from draw_parts(part, f"{name} {type(part).__name__}")
 
 
 # every character the plots' texts may show (titles, units, tick labels), and the face they are drawn in

@@ -193,7 +193,7 @@ def test_a_dock_shown_before_its_view_is_made_makes_it_a_step_per_tick(make_wind
     finally:
         probe.stop()
     assert [what for what, _ in made] == ["view box", "view"]
-    assert [n for ok, n in started if ok] == [1]    # the job started with the view's first step only
+    assert [n for ok, n in started if ok] == [0]    # the job started before the view's steps (passes of their own)
     assert made[1][1] > made[0][1]                  # the event loop ran between the two steps
     view = panel._spectrum_view
     assert isinstance(view, SpectrumIsoView) and view.view is panel.main_cell and view.volume is not None
