@@ -1134,11 +1134,30 @@ class MainWindow(QtWidgets.QMainWindow):
         if what == "cells":
             return self._cells_image()
         if what == "window":
+            self._complete_cached_pictures()
             image = self.grab().toImage().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
             width, height = image.width(), image.height()
             raw = np.frombuffer(image.constBits(), np.uint8).reshape(height, image.bytesPerLine())
             return raw[:, :width * 4].reshape(height, width, 4).copy()
         raise ValueError(f"what: must be one of {', '.join(EXPORT_KINDS)}; got {what!r}")
+
+    def _complete_cached_pictures(self) -> None:
+        """Finish, at once, the pictures of the cached canvases on screen (the live plots, the docks' plots) whose
+        redraw is spread over paints: a picture of the window shows them complete. A scripted run's screenshot
+        (``--screenshot-what window --quit``) was taken while the live plots' first picture was still being drawn,
+        and showed an empty plot dock."""
+        for widget in self.findChildren(QtWidgets.QWidget):
+            canvas = getattr(widget, "_vispy_canvas", None)
+            if not isinstance(canvas, RegionCachedCanvas) or not widget.isVisible():
+                continue
+            if not (canvas.stale or canvas.full_draws == 0):
+                continue
+            budget, canvas.budget_s = canvas.budget_s, None     # no budget: the whole picture in one draw
+            try:
+                canvas.update()
+                widget.repaint()
+            finally:
+                canvas.budget_s = budget
 
     def _cells_image(self) -> np.ndarray:
         rgba = self.picture().colours()

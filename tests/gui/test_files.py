@@ -11,6 +11,7 @@ import imageio.v3 as iio
 import numpy as np
 from latticelab.sim.backend import to_numpy  # model arrays may be CuPy (LATTICELAB_GUI_BACKEND=cuda)
 import pytest
+from PySide6 import QtCore
 from gui_helpers import answer_next_dialog, choose, type_into
 from PySide6 import QtCore
 
@@ -76,6 +77,26 @@ def test_cells_and_window_screenshots(make_window, tmp_path):
     from latticelab.render.unfold import UnfoldLayout
     width, height = UnfoldLayout(window.model.L).extent
     assert cells3.shape[:2] == (height, width)
+
+
+def test_a_window_screenshot_shows_the_live_plots_complete(make_window, qtbot, tmp_path):
+    """The live plots' picture is drawn over several paints after a change; a picture of the window taken
+    meanwhile (a scripted run's --screenshot-what window) finishes it first."""
+    window = make_window(dim=2, L=32, T=2.2)
+    for _ in range(5):
+        window.step_once()
+    canvas = window.plot_canvas
+    canvas.invalidate()                       # a new picture due, not drawn yet
+    canvas.update()
+    whole = _png(window.export_screenshot(tmp_path / "window.png", "window"))
+    assert not canvas.stale and canvas.full_draws >= 1
+    top_left = canvas.native.mapTo(window, QtCore.QPoint(0, 0))
+    x, y = top_left.x(), top_left.y()
+    plots = whole[y:y + canvas.native.height(), x:x + canvas.native.width(), :3].astype(int)
+    reference = canvas.render(alpha=False)[..., :3].astype(int)      # the scene drawn directly
+    assert plots.shape == reference.shape
+    assert np.mean(np.abs(plots - reference).max(axis=2) > 2) < 0.002
+    assert len(np.unique(plots.reshape(-1, 3), axis=0)) > 20         # titles, axes, curves: not a blank dock
 
 
 def test_save_and_load_give_identical_next_steps(make_window, qtbot, tmp_path):
