@@ -425,8 +425,9 @@ class RegionCachedCanvas(scene.SceneCanvas):
             finally:
                 gloo.set_state(scissor_test=False)
 
-    def _draw_subtree(self, node, skip=frozenset()) -> None:
-        """Draw the visible visuals under ``node``, leaving out the subtrees of the nodes in ``skip``."""
+    def _visible_visuals(self, node, skip=frozenset()):
+        """The visible visuals under ``node`` in the scene's draw order, leaving out the subtrees of the nodes in
+        ``skip`` and visuals with nothing to draw."""
         invisible = None
         for each, start in self._generate_draw_order(node):
             if not start:
@@ -438,23 +439,18 @@ class RegionCachedCanvas(scene.SceneCanvas):
             if not each.visible or each in skip:
                 invisible = each
             elif hasattr(each, "draw") and not _draws_nothing(each):
-                each.draw()
+                yield each
+
+    def _draw_subtree(self, node, skip=frozenset()) -> None:
+        """Draw the visible visuals under ``node``, leaving out the subtrees of the nodes in ``skip``."""
+        for each in self._visible_visuals(node, skip):
+            each.draw()
 
     def _region_parts(self, node):
         """``_draw_subtree(node)`` a visual at a time (a compound visual's parts one by one): draws one per
         ``next`` and yields its name."""
-        invisible = None
-        for each, start in self._generate_draw_order(node):
-            if not start:
-                if each is invisible:
-                    invisible = None
-                continue
-            if invisible is not None:
-                continue
-            if not each.visible:
-                invisible = each
-            elif hasattr(each, "draw") and not _draws_nothing(each):
-                yield from draw_parts(each, type(each).__name__)
+        for each in self._visible_visuals(node):
+            yield from draw_parts(each, type(each).__name__)
 
     def _show_picture(self) -> None:
         gloo.set_state(blend=False, depth_test=False, cull_face=False, scissor_test=False)
