@@ -244,8 +244,13 @@ def requested_presentation() -> str:
 def install_canvas_presentation(gpu: bool) -> None:
     """Have VisPy's PySide6 backend choose, at the first canvas made, between its QOpenGLWidget canvas and
     ``RasterCanvasBackend`` (module docstring): raster where the models run on the CPU and the renderer is
-    software, or where ``LATTICELAB_CANVAS_PRESENTATION=raster``. Call before any canvas is made."""
-    requested = requested_presentation()
+    software, or where ``LATTICELAB_CANVAS_PRESENTATION=raster``; another value of it is named in a warning and
+    the choice is made as for ``auto``. Call before any canvas is made."""
+    try:
+        requested = requested_presentation()
+    except ValueError as exc:
+        log.warning("%s; choosing as for auto", exc)
+        requested = "auto"
     module = _backend_module()
     desktop = getattr(module, "_latticelab_desktop_backend", module.CanvasBackend)
     module._latticelab_desktop_backend = desktop

@@ -3,6 +3,9 @@ is the scene the canvas draws, upright and in its colours; a paint of an unchang
 reaches VisPy; and the window then holds no GL widget, so Qt never composes it with OpenGL."""
 from __future__ import annotations
 
+import logging
+import os
+
 import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui
@@ -98,9 +101,20 @@ def test_the_window_has_no_gl_widget_and_shows_the_lattice(make_window, qtbot):
     assert np.mean(np.abs(shown - reference).max(axis=2) > 2) < 0.001
 
 
-def test_the_presentation_setting_is_checked(monkeypatch):
+def test_the_presentation_setting_is_checked(qapp, monkeypatch, caplog):
     monkeypatch.setenv(raster_canvas.PRESENTATION_ENV, "Raster")
     assert requested_presentation() == "raster"
     monkeypatch.setenv(raster_canvas.PRESENTATION_ENV, "fast")
     with pytest.raises(ValueError, match=f"{raster_canvas.PRESENTATION_ENV} must be one of auto, raster, gl"):
         requested_presentation()
+    # the application goes on, choosing as for auto, and says why
+    gpu = os.environ.get("LATTICELAB_GUI_BACKEND") == "cuda"
+    with caplog.at_level(logging.WARNING, logger=raster_canvas.__name__):
+        raster_canvas.install_canvas_presentation(gpu)     # as tests/conftest.py did, the value aside
+    assert any(f"{raster_canvas.PRESENTATION_ENV} must be one of" in r.getMessage() and "as for auto" in r.getMessage()
+               for r in caplog.records)
+    canvas = scene.SceneCanvas(keys=None, app="pyside6", size=(40, 30), show=False)
+    try:
+        assert presents_in_raster(canvas) == (not gpu and bool(raster_canvas.software_renderer()))
+    finally:
+        canvas.close()
