@@ -36,7 +36,6 @@ PRESENTATIONS = ("auto", "raster", "gl")
 GL_BGRA = 0x80E1
 GL_UNSIGNED_BYTE = 0x1401
 GL_PACK_ALIGNMENT = 0x0D05
-GL_FRAMEBUFFER = 0x8D40
 
 _read_pixels = None
 
@@ -88,8 +87,9 @@ def _make_backend_class():
             self._surface.create()
             self._fbo = None
             self._gl_initialized = False
-            self._picture = None          # the last picture drawn (QImage over self._pixels)
-            self._pixels = None
+            self._picture = None          # the last picture drawn (a QImage over self._upright)
+            self._pixels = None           # the framebuffer as read back, rows bottom-up
+            self._upright = None          # the same, rows top-down
             self._draw_asked = True       # VisPy asked for a draw since the last one
             self._initialized = True
             self.setAttribute(QtCore.Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
