@@ -100,6 +100,28 @@ def test_errors_in_the_process_come_back_as_themselves():
         process.close()
 
 
+def _large_reply(model, n: int):
+    return np.arange(n, dtype=np.float64)
+
+
+def test_a_large_reply_is_read_in_one_call():
+    """A reply of 40 MB (a 3D L = 128 spectrum's is 42 MB) is read by one recv_into that waits for all of it, with
+    the GIL released (from a pipe it came 64 KiB at a time, the GIL taken back after each piece), and is whole."""
+    process = ModelProcess("test")
+    try:
+        np.testing.assert_array_equal(process.call(_large_reply, None, 10), np.arange(10.0))
+        channel = process._channel
+        if not isinstance(channel, stepping.SocketChannel):
+            pytest.skip("no Unix socket pair on this platform: the replies come through pipes")
+        before = channel.receive_calls
+        reply = process.call(_large_reply, None, 5_000_000)
+        assert channel.receive_calls - before == 2        # its length, then all of it
+        np.testing.assert_array_equal(reply, np.arange(5_000_000.0))
+    finally:
+        process.close()
+    assert not process.alive
+
+
 def test_a_model_whose_advance_was_replaced_steps_on_the_thread(stepper, monkeypatch):
     model = IsingModel.create(backend="numpy", dim=2, L=16, T=2.0)
     model.advance = lambda n: IsingModel.advance(model, n)
