@@ -24,9 +24,11 @@ dies mid-batch costs that batch a thread step, never a result.
 How the messages travel. The child's stdin and stdout are one end of a Unix socket pair; the parent reads a
 reply with one ``recv_into`` call (MSG_WAITALL), holding no GIL until all of it is in. Read from a pipe, a reply
 came in 64 KiB pieces, and the reading thread took the GIL back after each: a 3D L = 128 spectrum (42 MB: its
-running mean and variance and the volume) was 640 hand-overs, during which the GUI thread waited for the GIL
-between its own calls -- 55 of an 81 ms event-loop gap (bench responsiveness, traced). Pipes remain where a socket
-pair cannot be had.
+running mean and variance and the volume) was some 640 hand-overs. In one traced event-loop gap of 81 ms the GUI
+thread was blocked (neither running nor waiting for a core) for 55 ms while such a reply arrived (bench
+responsiveness, Spectrum dock running; the GIL is the likely holder, not proven). Paired runs before and after
+showed no difference in the longest gaps, which other causes dominate. Pipes remain where a socket pair cannot be
+had.
 
 On a CUDA device the frame loop stays on the GUI thread: kernel launches return at once, and the view's
 CUDA-OpenGL interop must run in the thread that owns the GL context.
