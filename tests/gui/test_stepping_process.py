@@ -115,11 +115,40 @@ def test_a_large_reply_is_read_in_one_call():
             pytest.skip("no Unix socket pair on this platform: the replies come through pipes")
         before = channel.receive_calls
         reply = process.call(_large_reply, None, 5_000_000)
-        assert channel.receive_calls - before == 2        # its length, then all of it
+        # one call a part: the header, the buffers' lengths, the pickle, the array's bytes (out of band)
+        assert channel.receive_calls - before == 4
         np.testing.assert_array_equal(reply, np.arange(5_000_000.0))
     finally:
         process.close()
     assert not process.alive
+
+
+def _echo(model, value):
+    return value
+
+
+@pytest.mark.parametrize("transport", ["socket", "pipes"])
+def test_arrays_and_other_values_travel_whole_both_ways(transport, monkeypatch):
+    """NumPy arrays travel beside the pickle (out of band); what arrives equals what was sent, through the socket
+    pair and through pipes, arrays of any layout and dtype included."""
+    if transport == "pipes":
+        monkeypatch.setattr(stepping, "_socket_pair", lambda: None)
+    grid = np.arange(24, dtype=np.int8).reshape(4, 6)
+    value = {"spins": grid, "columns": grid[:, ::2], "fortran": np.asfortranarray(grid.astype(np.float32)),
+             "scalar": np.float64(2.5), "zero_d": np.array(7), "empty": np.zeros((0, 3)), "text": "T: 2.269",
+             "nested": [np.ones(3, bool), (1, None)]}
+    process = ModelProcess("test")
+    try:
+        back = process.call(_echo, None, value)
+        assert isinstance(process._channel, stepping.SocketChannel if transport == "socket" else stepping.PipeChannel)
+    finally:
+        process.close()
+    assert back.keys() == value.keys() and back["text"] == value["text"] and back["nested"][1] == (1, None)
+    for key in ("spins", "columns", "fortran", "scalar", "zero_d", "empty"):
+        np.testing.assert_array_equal(back[key], value[key], err_msg=key)
+        assert np.asarray(back[key]).dtype == np.asarray(value[key]).dtype, key
+    np.testing.assert_array_equal(back["nested"][0], value["nested"][0])
+    back["spins"][0, 0] = 99                               # arrays made on the received buffers can be written
 
 
 def test_a_model_whose_advance_was_replaced_steps_on_the_thread(stepper, monkeypatch):
