@@ -128,20 +128,22 @@ def _send(stream, message) -> None:
     stream.flush()
 
 
+def _read_exactly(read_into, n: int) -> bytearray:
+    """``n`` bytes, read by ``read_into(view) -> count`` (0: the other end is gone, EOFError) until all are in."""
+    buffer = bytearray(n)
+    view, got = memoryview(buffer), 0
+    while got < n:
+        k = read_into(view[got:])
+        if not k:
+            raise EOFError("the other end closed the stream")
+        got += k
+    return buffer
+
+
 def _receive(stream):
     """The next message of ``_send`` on a binary stream (the child's side); EOFError when the other end is
     gone."""
-    def exactly(n: int) -> bytearray:
-        buffer = bytearray(n)
-        view, got = memoryview(buffer), 0
-        while got < n:
-            k = stream.readinto(view[got:])
-            if not k:
-                raise EOFError("the other end closed the stream")
-            got += k
-        return buffer
-
-    return _message_from(exactly)
+    return _message_from(lambda n: _read_exactly(stream.readinto, n))
 
 
 class SocketChannel:
@@ -157,18 +159,13 @@ class SocketChannel:
             self.end.sendall(part)    # a blocking send on a Unix socket: one call with the GIL released
 
     def receive(self):
-        return _message_from(self._exactly)
+        return _message_from(lambda n: _read_exactly(self._receive_into, n))
 
-    def _exactly(self, n: int) -> bytearray:
-        buffer = bytearray(n)
-        view, got = memoryview(buffer), 0
-        while got < n:                # more than one call only when a signal cut the wait short
-            self.receive_calls += 1
-            k = self.end.recv_into(view[got:], n - got, socket.MSG_WAITALL)
-            if not k:
-                raise EOFError("the other end closed the socket")
-            got += k
-        return buffer
+    def _receive_into(self, view) -> int:
+        """As much of ``view`` as comes before the other end closes: all of it, unless a signal cut the wait
+        short (then the caller asks again for the rest)."""
+        self.receive_calls += 1
+        return self.end.recv_into(view, len(view), socket.MSG_WAITALL)
 
     def close(self) -> None:
         self.end.close()
