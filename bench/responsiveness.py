@@ -12,6 +12,10 @@ For each case, over ``--seconds`` of the event loop it measures:
   not running, whatever held it (a draw, a step, a copy, Python's GIL held by a worker);
 - the steps committed to the model in that time, the lattice draws (and the longest), the spectra shown;
 - whether a menu (Help) opens when asked halfway through, and how late the request was served;
+- what the GUI thread did in the longest gap, and in each gap over LONG_GAP_MS: time on a core, waiting for one,
+  neither (its scheduler counters, Linux), and how slow the machine's cores ran meanwhile (bench/reference_loop.py:
+  a fixed piece of work timed every 10 ms in a separate process per core); with the most time the GUI thread spent
+  on a core between two probe ticks;
 - the full collections of Python's cycle collector and the longest (every thread waits while one runs). The
   window's objects alive after start-up are frozen first (app/collector.py ``freeze_after_start``), as the
   application does.
@@ -29,6 +33,10 @@ from __future__ import annotations
 import os
 import statistics
 import time
+
+from latticelab.bench.reference_loop import ReferenceLoop
+
+LONG_GAP_MS = 40.0    # gaps longer than this are each listed with what the GUI thread and the cores did
 
 
 def add_arguments(parser) -> None:
@@ -50,7 +58,7 @@ class EventLoopProbe:
     """Times of the window's frame-loop ticks, of lattice draws, of a fast probe timer's firings and of the
     cycle collector's full (generation 2) collections, which stop every thread while they run."""
 
-    def __init__(self, window, tick_ms: int):
+    def __init__(self, window, tick_ms: int, reference: bool = True):
         import gc
 
         from PySide6 import QtCore
@@ -66,9 +74,55 @@ class EventLoopProbe:
         window.timer.timeout.connect(lambda: self.frame_ticks.append(time.perf_counter()))
         window.lattice_canvas.events.draw.connect(self._draw_starts, position="first")
         window.lattice_canvas.events.draw.connect(self._draw_ends, position="last")
+        # The GUI thread's scheduler counters at each probe tick (Linux: /proc/thread-self/schedstat, the time
+        # the thread has run on a core and waited in a run queue for one, ns), so that a long gap can be split
+        # into the window's own work, waiting for a core (other processes had them) and neither (blocked:
+        # a lock such as the GIL, or asleep). Opened here, on the GUI thread: thread-self names the opener.
+        self.loop_cpu: list[tuple[int, int]] = []
+        try:
+            self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except OSError:
+            self._schedstat = None
+        self.reference = ReferenceLoop() if reference else None      # how fast the cores ran meanwhile
         self.timer = QtCore.QTimer(interval=max(1, tick_ms), timerType=QtCore.Qt.TimerType.PreciseTimer)
-        self.timer.timeout.connect(lambda: self.loop_ticks.append(time.perf_counter()))
+        self.timer.timeout.connect(self._loop_tick)
         self.timer.start()
+
+    def _loop_tick(self) -> None:
+        self.loop_ticks.append(time.perf_counter())
+        if self._schedstat is not None:
+            run_ns, wait_ns = os.pread(self._schedstat, 128, 0).split()[:2]
+            self.loop_cpu.append((int(run_ns), int(wait_ns)))
+
+    def gap_parts(self, start: float, end: float, over_ms: float = LONG_GAP_MS) -> dict | None:
+        """The gaps between probe ticks in [start, end], split by what the GUI thread did meanwhile (ms): on a
+        core, waiting for one, neither; with, where the reference loop ran, its slowest run then as a multiple
+        of its median over [start, end] (``slowdown``: how much slower the machine's cores ran). Returns the
+        longest gap, every gap over ``over_ms``, and the most time on a core between any two ticks (the longest
+        stretch of the window's own work the event loop waited for). None without the counters."""
+        if not self.loop_cpu or len(self.loop_cpu) != len(self.loop_ticks):
+            return None
+        inside = [i for i, t in enumerate(self.loop_ticks) if start <= t <= end]
+        pairs = list(zip(inside, inside[1:]))
+        if not pairs:
+            return None
+        typical = self.reference.typical(start, end) if self.reference else None
+
+        def parts(i, j):
+            a, b = self.loop_ticks[i], self.loop_ticks[j]
+            on_core = (self.loop_cpu[j][0] - self.loop_cpu[i][0]) / 1e6
+            waiting = (self.loop_cpu[j][1] - self.loop_cpu[i][1]) / 1e6
+            return {"at_s": a - start, "gap_ms": 1000 * (b - a), "on_core_ms": on_core,
+                    "waiting_for_core_ms": waiting, "neither_ms": max(0.0, 1000 * (b - a) - on_core - waiting),
+                    "slowdown": self.reference.slowdown(a, b, typical) if self.reference else None}
+
+        def gap(pair):
+            return self.loop_ticks[pair[1]] - self.loop_ticks[pair[0]]
+
+        return {"longest_gap": parts(*max(pairs, key=gap)),
+                f"gaps_over_{over_ms:g}_ms": [parts(i, j) for i, j in pairs if 1000 * gap((i, j)) > over_ms],
+                "most_on_core_between_ticks_ms": max((self.loop_cpu[j][0] - self.loop_cpu[i][0]) / 1e6
+                                                     for i, j in pairs)}
 
     def _collection(self, phase: str, info: dict) -> None:
         if info.get("generation") != 2:
@@ -83,6 +137,11 @@ class EventLoopProbe:
     def stop(self) -> None:
         import gc
         self.timer.stop()
+        if self._schedstat is not None:
+            os.close(self._schedstat)
+            self._schedstat = None
+        if self.reference is not None:
+            self.reference.stop()
         if self._collection in gc.callbacks:
             gc.callbacks.remove(self._collection)
 
@@ -170,6 +229,7 @@ def measure(window, probe: EventLoopProbe, seconds: float, menu) -> dict:
             "median_frame_gap_ms": 1000 * statistics.median(frame_gaps) if running else None,
             "frame_ticks": sum(start <= t <= end for t in probe.frame_ticks),
             "longest_event_loop_gap_ms": 1000 * max(loop_gaps),
+            "event_loop_gap_parts": probe.gap_parts(start, end),
             "event_loop_ticks": sum(start <= t <= end for t in probe.loop_ticks),
             "lattice_draws": sum(start <= t <= end for t in probe.draws),
             "longest_lattice_draw_ms": (1000 * max(probe.draw_times[draws0:])
@@ -261,6 +321,22 @@ def case_first_tabs(window, probe, args) -> dict:
             "longest_event_loop_gap_ms": longest}
 
 
+def gap_parts(case: dict) -> str:
+    """What the GUI thread and the machine's cores did in the longest gap between probe ticks; how many gaps
+    exceeded LONG_GAP_MS and in how many of those the reference loop ran at least twice as slow as usual."""
+    parts = case.get("event_loop_gap_parts")
+    if not parts:
+        return ""
+    g = parts["longest_gap"]
+    slow = "" if g["slowdown"] is None else f", the reference loop's slowest run {g['slowdown']:.1f}x its median"
+    long_gaps = parts[f"gaps_over_{LONG_GAP_MS:g}_ms"]
+    slowed = sum((x["slowdown"] or 0) >= 2 for x in long_gaps)
+    return (f" (the GUI thread on a core {g['on_core_ms']:.0f} ms of it, waiting for a core "
+            f"{g['waiting_for_core_ms']:.0f} ms, neither {g['neither_ms']:.0f} ms{slow}; on a core at most "
+            f"{parts['most_on_core_between_ticks_ms']:.0f} ms between two probe ticks; gaps over "
+            f"{LONG_GAP_MS:g} ms: {len(long_gaps)}, {slowed} of them with the reference loop 2x slow or more)")
+
+
 def collections(case: dict) -> str:
     longest = case["longest_full_collection_ms"]
     if not case["full_collections"]:
@@ -335,7 +411,7 @@ def main(args) -> int:
                   f"longest gap between frame-loop ticks {c['longest_frame_gap_ms']:.0f} ms (median "
                   f"{c['median_frame_gap_ms']:.0f} ms, {c['frame_ticks']} ticks)")
         print(f"{c['name']}: {frames}; longest event-loop gap "
-              f"{c['longest_event_loop_gap_ms']:.0f} ms; {c['steps_committed']} steps committed, "
+              f"{c['longest_event_loop_gap_ms']:.0f} ms{gap_parts(c)}; {c['steps_committed']} steps committed, "
               f"{c['lattice_draws']} lattice draws{longest_draw}; menu "
               f"{'opened' if c['menu_opened'] else 'did NOT open'}"
               f"{'' if served is None else f' ({served:.0f} ms late)'}{extra}; "

@@ -3,6 +3,8 @@
 undo history; the colour key's "shown" state is remembered between sessions."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 pytest.importorskip("PySide6")
@@ -138,4 +140,16 @@ def test_responsiveness_benchmark_dry_run_writes_its_cases(tmp_path, qtbot):
         assert isinstance(case["menu_opened"], bool)
         assert case["full_collections"] >= 0
         assert (case["longest_full_collection_ms"] is None) == (case["full_collections"] == 0)
+        parts = case["event_loop_gap_parts"]           # the gaps split by what the GUI thread and the cores did
+        if os.path.exists("/proc/thread-self/schedstat"):
+            gap = parts["longest_gap"]
+            assert gap["gap_ms"] <= case["longest_event_loop_gap_ms"] + 1e-6
+            assert 0 <= gap["on_core_ms"] <= gap["gap_ms"] + 1 and 0 <= gap["waiting_for_core_ms"] <= gap["gap_ms"] + 1
+            assert gap["on_core_ms"] + gap["waiting_for_core_ms"] + gap["neither_ms"] >= gap["gap_ms"] - 1e-6
+            assert gap["on_core_ms"] <= parts["most_on_core_between_ticks_ms"] <= 1000 * case["seconds"]
+            assert all(g["gap_ms"] > 40 for g in parts["gaps_over_40_ms"])
+            # the reference loop ran beside the window (every 10 ms): a slowdown is measured, about 1 when idle
+            assert gap["slowdown"] is None or gap["slowdown"] > 0
+        else:
+            assert parts is None
     assert {"spectrum_jobs_started", "spectra_shown", "spectrum_worker_s"} <= set(spectrum_paused)
