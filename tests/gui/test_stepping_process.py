@@ -215,3 +215,35 @@ def test_a_face_budget_meshes_a_block_maximum_in_full_coordinates():
     assert budgeted.vertices.min() >= 0.5 - 1e-6 and budgeted.vertices.max() <= 63.5
     small = rng.random((32, 32, 32)).astype(np.float32)           # never below 32 a side
     assert display_mesh(small, 0.5, max_faces=10)[1] == 1
+
+
+def _memory_settings(model):
+    import os
+
+    import numpy
+    multiarray = getattr(numpy, "_core", None) or numpy.core
+    huge_pages = getattr(multiarray.multiarray, "_get_madvise_hugepage", lambda: None)()
+    return huge_pages, {key: os.environ.get(key) for key in stepping.WORKER_ENVIRONMENT}
+
+
+def test_the_worker_process_asks_for_no_huge_pages_unless_told_to(monkeypatch):
+    """The worker's NumPy gives no huge-page advice and its glibc keeps freed arrays for reuse (the 2 MB faults of a
+    worker stepping a large lattice made both cores of a virtual machine run slow, the window's included); a
+    setting in the user's environment is kept."""
+    for key in stepping.WORKER_ENVIRONMENT:
+        monkeypatch.delenv(key, raising=False)
+    process = ModelProcess("test")
+    try:
+        huge_pages, environment = process.call(_memory_settings, None)
+    finally:
+        process.close()
+    assert environment == stepping.WORKER_ENVIRONMENT
+    assert huge_pages in (False, None)                   # None: a NumPy without the switch
+    monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+    process = ModelProcess("test")
+    try:
+        huge_pages, environment = process.call(_memory_settings, None)
+    finally:
+        process.close()
+    assert environment["NUMPY_MADVISE_HUGEPAGE"] == "1"
+    assert huge_pages in (True, None)
