@@ -59,12 +59,12 @@ CHILD_NICENESS = 5          # the worker processes' scheduling priority below th
 # NumPy asks Linux for transparent huge pages for every large array (madvise), and each first touch of one is a
 # 2 MB page fault. On the 2-core KVM test host a worker stepping Swendsen-Wang 2048^2 made some 21 000 of them in
 # 50 s, and with them moments of tens of ms in which both cores ran 3-13x slow for every process (a reference
-# loop in a process of its own saw it: bench/reference_loop.py), the window's own work included: its last event-
-# loop gaps over 50 ms (53-91 ms) came at such moments. The worker alone, 2 minutes: 11 and 14 runs of the
-# reference loop 3x slow or more in two tries, none in three without huge pages. Then glibc keeps freed arrays of up to 32 MB (the most it allows)
-# for the next ones instead of handing the memory back and faulting it in again page by page: without that, the
-# small pages made a step 20% slower (9.5 M faults in 50 s); with it a step took 5-12% less time than with huge
-# pages (bench/NOTES.md, third session of 2026-11-25).
+# loop in a process of its own saw it: bench/reference_loop.py), the window's own work included: its last
+# event-loop gaps over 50 ms (53-91 ms) came at such moments. The worker alone, 2 minutes: 11 and 14 runs of the
+# reference loop 3x slow or more in two tries, none in three without huge pages. Then glibc keeps freed arrays
+# of up to 32 MB (the most it allows) for the next ones instead of handing the memory back and faulting it in
+# again page by page: without that, the small pages made a step 20% slower (9.5 M faults in 50 s); with it a
+# step took 5-12% less time than with huge pages (bench/NOTES.md, third session of 2026-11-25).
 WORKER_ENVIRONMENT = {
     "NUMPY_MADVISE_HUGEPAGE": "0",
     "MALLOC_MMAP_THRESHOLD_": str(32 << 20),

@@ -120,7 +120,8 @@ class EventLoopProbe:
             return self.loop_ticks[pair[1]] - self.loop_ticks[pair[0]]
 
         return {"longest_gap": parts(*max(pairs, key=gap)),
-                f"gaps_over_{over_ms:g}_ms": [parts(i, j) for i, j in pairs if 1000 * gap((i, j)) > over_ms],
+                "long_gap_ms": over_ms,
+                "long_gaps": [parts(i, j) for i, j in pairs if 1000 * gap((i, j)) > over_ms],
                 "most_on_core_between_ticks_ms": max((self.loop_cpu[j][0] - self.loop_cpu[i][0]) / 1e6
                                                      for i, j in pairs)}
 
@@ -321,20 +322,20 @@ def case_first_tabs(window, probe, args) -> dict:
             "longest_event_loop_gap_ms": longest}
 
 
-def gap_parts(case: dict) -> str:
-    """What the GUI thread and the machine's cores did in the longest gap between probe ticks; how many gaps
-    exceeded LONG_GAP_MS and in how many of those the reference loop ran at least twice as slow as usual."""
+def describe_gap_parts(case: dict) -> str:
+    """What the GUI thread and the machine's cores did in the longest gap between probe ticks; how many gaps were
+    long (over ``long_gap_ms``) and in how many of those the reference loop ran at least twice as slow as usual."""
     parts = case.get("event_loop_gap_parts")
     if not parts:
         return ""
     g = parts["longest_gap"]
     slow = "" if g["slowdown"] is None else f", the reference loop's slowest run {g['slowdown']:.1f}x its median"
-    long_gaps = parts[f"gaps_over_{LONG_GAP_MS:g}_ms"]
+    long_gaps = parts["long_gaps"]
     slowed = sum((x["slowdown"] or 0) >= 2 for x in long_gaps)
     return (f" (the GUI thread on a core {g['on_core_ms']:.0f} ms of it, waiting for a core "
             f"{g['waiting_for_core_ms']:.0f} ms, neither {g['neither_ms']:.0f} ms{slow}; on a core at most "
             f"{parts['most_on_core_between_ticks_ms']:.0f} ms between two probe ticks; gaps over "
-            f"{LONG_GAP_MS:g} ms: {len(long_gaps)}, {slowed} of them with the reference loop 2x slow or more)")
+            f"{parts['long_gap_ms']:g} ms: {len(long_gaps)}, {slowed} of them with the reference loop 2x slow or more)")
 
 
 def collections(case: dict) -> str:
@@ -410,8 +411,8 @@ def main(args) -> int:
         frames = ("frame loop idle (paused)" if c["longest_frame_gap_ms"] is None else
                   f"longest gap between frame-loop ticks {c['longest_frame_gap_ms']:.0f} ms (median "
                   f"{c['median_frame_gap_ms']:.0f} ms, {c['frame_ticks']} ticks)")
-        print(f"{c['name']}: {frames}; longest event-loop gap "
-              f"{c['longest_event_loop_gap_ms']:.0f} ms{gap_parts(c)}; {c['steps_committed']} steps committed, "
+        print(f"{c['name']}: {frames}; longest event-loop gap {c['longest_event_loop_gap_ms']:.0f} ms"
+              f"{describe_gap_parts(c)}; {c['steps_committed']} steps committed, "
               f"{c['lattice_draws']} lattice draws{longest_draw}; menu "
               f"{'opened' if c['menu_opened'] else 'did NOT open'}"
               f"{'' if served is None else f' ({served:.0f} ms late)'}{extra}; "

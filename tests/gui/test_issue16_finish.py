@@ -147,7 +147,7 @@ def test_responsiveness_benchmark_dry_run_writes_its_cases(tmp_path, qtbot):
             assert 0 <= gap["on_core_ms"] <= gap["gap_ms"] + 1 and 0 <= gap["waiting_for_core_ms"] <= gap["gap_ms"] + 1
             assert gap["on_core_ms"] + gap["waiting_for_core_ms"] + gap["neither_ms"] >= gap["gap_ms"] - 1e-6
             assert gap["on_core_ms"] <= parts["most_on_core_between_ticks_ms"] <= 1000 * case["seconds"]
-            assert all(g["gap_ms"] > 40 for g in parts["gaps_over_40_ms"])
+            assert all(g["gap_ms"] > parts["long_gap_ms"] for g in parts["long_gaps"])
             # the reference loop ran beside the window (every 10 ms): a slowdown is measured, about 1 when idle
             assert gap["slowdown"] is None or gap["slowdown"] > 0
         else:
