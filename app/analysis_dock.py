@@ -2,7 +2,7 @@
 the dock and its body, plot canvases and message lines made alike, the model the dock follows, the refresh
 timer and the throttled redraw (only while the dock is on screen, only when something changed), showing and
 hiding with what the running model can do, stopping with the window, and the dock's place in the main window
-(a tab beside the live plots, ``window.<name>_panel``; the View menu lists it from the window's docks,
+(a tab beside the live plots; the View menu lists it from the window's docks,
 app/view_menu.py).
 
 Nothing here names a model or a capability: each panel says which models it is for (``CapabilityDock``'s
@@ -18,6 +18,7 @@ from typing import Callable
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
+from latticelab.app.dock_host import RIGHT, DockHost
 from latticelab.app.stepping import ModelAccess
 from latticelab.render.cached_canvas import RegionCachedCanvas
 from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps, with_font_manager
@@ -27,7 +28,6 @@ DOCK_DRAW_BUDGET_S = 0.006   # a cached dock canvas draws this much of a redraw 
 PLACEMENT_SPACING_S = 0.06   # after a dock appeared or went, the next one appears this much later (a few frames)
 CANVAS_AFTER_DOCK_MS = 20    # a dock's canvas is shown this long after the dock (a paint of the window between)
 TAB_SIZE_CHECK_MS = 400     # how often an unseen prepared dock compares its size with its tab's
-RIGHT = QtCore.Qt.DockWidgetArea.RightDockWidgetArea
 
 
 def make_canvas(name: str, size: tuple[int, int], minimum: tuple[int, int],
@@ -210,8 +210,8 @@ def tab_size(dock: QtWidgets.QDockWidget) -> QtCore.QSize | None:
     window = dock.parentWidget()
     if dock.isFloating() or not isinstance(window, QtWidgets.QMainWindow):
         return None                                # its own window keeps the size the user gave it
-    plots = getattr(window, "plot_dock", None)     # the group install_dock put it in (a hidden dock has none)
-    group = window.tabifiedDockWidgets(dock)
+    plots = window.findChild(QtWidgets.QDockWidget, "plot_dock")   # the group install_dock put it in (a hidden
+    group = window.tabifiedDockWidgets(dock)                         # dock has none)
     if not group and isinstance(plots, QtWidgets.QDockWidget) and not plots.isFloating() \
             and window.dockWidgetArea(plots) == window.dockWidgetArea(dock):
         group = [plots]
@@ -416,7 +416,7 @@ class CapabilityDock(AnalysisDock):
     READ_WHILE_STEPPING = True       # False: nothing is read while a worker steps the model (after its batch)
     WHAT = "analysis"                # in messages: "<WHAT> update failed: ...", logged as "<WHAT> panel"
 
-    def __init__(self, title: str, name: str, window):
+    def __init__(self, title: str, name: str, window: DockHost):
         super().__init__(title, name, window, model_source=lambda: window.model)
         self.window = window
         self.available = False       # read by the View menu (app/view_menu.py ``applies``)
@@ -503,8 +503,8 @@ class CapabilityDock(AnalysisDock):
             on_top = self.on_screen()
             self.hide()
             self.placements.placed()
-            plots = getattr(self.window, "plot_dock", None)
-            if on_top and isinstance(plots, QtWidgets.QDockWidget):
+            plots = self.window.plot_dock
+            if on_top:
                 # the live plots take its place, not whichever tab Qt picks (a dock shown for the first time
                 # draws its canvas for the first time: hundreds of ms on a software renderer)
                 plots.raise_()
@@ -592,29 +592,29 @@ class DockPlacements:
         self.last = time.perf_counter()
 
 
-def install_dock(window, panel: AnalysisDock, attribute: str, area=RIGHT, *,
-                 stop_with_window: bool = False) -> AnalysisDock:
-    """Add ``panel`` to a main window as ``window.<attribute>``: a tab beside the live plots (``plot_dock``) when
-    the window has them, shut down when the application quits and, with ``stop_with_window``, when the window
-    closes (its workers are waited for first). A ``CapabilityDock`` starts hidden and looks at the model once
-    the window restored its layout."""
-    window.addDockWidget(area, panel)
-    plots = getattr(window, "plot_dock", None)
-    if isinstance(plots, QtWidgets.QDockWidget):
-        window.tabifyDockWidget(plots, panel)
+def place_dock(window: QtWidgets.QMainWindow, dock: QtWidgets.QDockWidget, area=RIGHT,
+               plots: QtWidgets.QDockWidget | None = None) -> None:
+    """Add ``dock`` to ``window`` in ``area``: a tab beside ``plots`` (the live plots) when given, which stay in
+    front."""
+    window.addDockWidget(area, dock)
+    if plots is not None:
+        window.tabifyDockWidget(plots, dock)
         plots.raise_()
+
+
+def install_dock(window: DockHost, panel: AnalysisDock, area=RIGHT, *, stop_with_window: bool = False) -> AnalysisDock:
+    """Add ``panel`` to a main window (``window.add_dock``: a tab beside the live plots), shut down when the
+    application quits and, with ``stop_with_window``, when the window closes (its workers are waited for first).
+    A ``CapabilityDock`` starts hidden, has its plots made ahead for a coming model it applies to, and looks at
+    the model once the window restored its layout. Returns ``panel``."""
+    window.add_dock(panel, area)
     if isinstance(panel, CapabilityDock):
         panel.hide()
-        if not isinstance(getattr(window, "dock_placements", None), DockPlacements):
-            window.dock_placements = DockPlacements()
         panel.placements = window.dock_placements
-        staging = getattr(window, "staging", None)
-        if staging is not None and hasattr(staging, "followers"):
-            staging.followers.append((attribute, panel.stage_for))   # its plots made ahead for a coming model
+        window.staging.followers.append((panel.objectName(), panel.stage_for))
         QtCore.QTimer.singleShot(0, panel, panel.refresh)   # after the window restored its layout
     if stop_with_window:
         window.installEventFilter(panel)
-    setattr(window, attribute, panel)
     app = QtWidgets.QApplication.instance()
     if app is not None:
         app.aboutToQuit.connect(panel.shutdown)

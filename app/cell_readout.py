@@ -89,15 +89,13 @@ class HoverReadout(QtCore.QObject):
         window = self.window
         if self.cell is None:
             return ""
-        stepper = getattr(window, "stepper", None)
-        if stepper is not None and getattr(stepper, "busy", False):
+        if window.model_busy():
             return self.label.text()   # a worker is writing the arrays: keep the last value until it is done
         model = window.model
         if len(self.cell) != len(model.shape) or any(i >= n for i, n in zip(self.cell, model.shape)):
             self.clear()             # another model (or size) since the mouse moved
             return ""
-        overlay = getattr(window, "legend_overlay", None)
-        bar = getattr(overlay, "colour_bar", None)
+        bar = window.colour_key.overlay.colour_bar
         try:
             text = cell_text(model, self.cell, bar.unit if bar is not None else "")
         except Exception as exc:     # the app keeps running; say why there is no value
@@ -113,7 +111,7 @@ class HoverReadout(QtCore.QObject):
         """Show (and return) the readout of the plot sample nearest to plot-canvas pixel ``canvas_pos``."""
         self.cell = None
         self.timer.stop()
-        plots = getattr(self.window, "plots", None)
+        plots = self.window.plots
         text = (plots.readout_at(canvas_pos) if plots is not None else None) or ""
         self.label.setText(text)
         return text
@@ -121,6 +119,4 @@ class HoverReadout(QtCore.QObject):
 
 def install(window) -> HoverReadout:
     """Add the hover readout to a MainWindow (its lattice and plot canvases, status bar, field view, plots)."""
-    readout = HoverReadout(window)
-    window.hover_readout = readout
-    return readout
+    return HoverReadout(window)

@@ -287,4 +287,4 @@ class CoarseningPanel(CapabilityDock):
 def install(window, area=RIGHT) -> CoarseningPanel:
     """Add the dock to a main window (``model``, ``runner``); a tab beside the live plots, shown only for models
     that declare a coarsening length or an interface."""
-    return install_dock(window, CoarseningPanel(window), "coarsening_panel", area)
+    return install_dock(window, CoarseningPanel(window), area)

@@ -83,7 +83,7 @@ class CollectorSchedule:
         window = self.window
         models = [(ref, ref()) for ref in self._watched]
         self._watched = [ref for ref, model in models if model is not None]
-        if window.preparer.busy or self.held:
+        if window.model_preparing() or self.held:
             return
         replaced = {id(model) for _, model in models if model is not None and model is not window.model}
         del models

@@ -1,18 +1,11 @@
 """The colour key over the lattice view (render/legend.py: LegendOverlay) and the View menu's action that shows
 or hides it. ``install(window)`` is the one line the main window needs; ``shown`` and ``restore`` let the window
-remember the choice between sessions (setting ``view/legend``, app/settings.py)."""
+remember the choice between sessions (``shown``, ``restore``) (setting ``view/legend``, app/settings.py)."""
 from __future__ import annotations
 
 from PySide6 import QtGui, QtWidgets
 
 from latticelab.render.legend import LegendOverlay
-
-
-def _view_menu(window) -> QtWidgets.QMenu | None:
-    for action in window.menuBar().actions():
-        if action.menu() is not None and action.text().replace("&", "") == "View":
-            return action.menu()
-    return None
 
 
 def _add_to(menu: QtWidgets.QMenu, action: QtGui.QAction, after: QtGui.QAction | None) -> None:
@@ -26,38 +19,38 @@ def _add_to(menu: QtWidgets.QMenu, action: QtGui.QAction, after: QtGui.QAction |
         menu.addAction(action)
 
 
-def install(window) -> LegendOverlay:
-    """Put the key on ``window.field_view`` and a checkable "Show colour key" action (on) in the View menu."""
-    overlay = LegendOverlay(window.field_view)
-    action = QtGui.QAction("Show colour key", window, checkable=True, objectName="legend_action")
-    action.setChecked(True)
-    action.setStatusTip("Show what the colours of the lattice mean, in a corner of the view")
+class ColourKey:
+    """The key over ``window``'s field view (``overlay``) and the View menu's "Show colour key" (``action``, on)."""
 
-    def toggle(on: bool) -> None:
-        overlay.visible = on
-        window.lattice_canvas.update()
+    def __init__(self, window):
+        self.window = window
+        self.overlay = LegendOverlay(window.field_view)
+        self.action = QtGui.QAction("Show colour key", window, checkable=True, objectName="legend_action")
+        self.action.setChecked(True)
+        self.action.setStatusTip("Show what the colours of the lattice mean, in a corner of the view")
+        self.action.toggled.connect(self._toggled)
+        window.addAction(self.action)
+        menu = window.view_menu
+        _add_to(menu, self.action, window.camera_action)
+        # a View menu rebuilt each time it opens (app/view_menu.py) drops actions it does not know: add ours back
+        # after it (slots run in the order they were connected: install this after the View menu's)
+        menu.aboutToShow.connect(lambda: _add_to(menu, self.action, window.camera_action))
 
-    action.toggled.connect(toggle)
-    window.addAction(action)
-    menu = getattr(window, "view_menu", None) or _view_menu(window)
-    if menu is not None:
-        _add_to(menu, action, getattr(window, "camera_action", None))
-        # a View menu rebuilt each time it opens (app/view_menu.py) drops actions it does not know: add ours
-        # back after it (slots run in the order they were connected: install this after the View menu's)
-        menu.aboutToShow.connect(lambda: _add_to(menu, action, getattr(window, "camera_action", None)))
-    window.legend_overlay, window.legend_action = overlay, action
-    return overlay
+    def _toggled(self, on: bool) -> None:
+        self.overlay.visible = on
+        self.window.lattice_canvas.update()
+
+    def shown(self) -> bool:
+        """Whether the key is switched on (View > Show colour key)."""
+        return self.action.isChecked()
+
+    def restore(self, on: bool) -> None:
+        """Show or hide the key as a stored setting says (the action and the overlay together)."""
+        self.action.setChecked(bool(on))       # toggled -> the overlay follows (no signal when unchanged)
+        self.overlay.visible = self.action.isChecked()
 
 
-def shown(window) -> bool:
-    """Whether the key is switched on (View > Show colour key); True for a window without one."""
-    action = getattr(window, "legend_action", None)
-    return True if action is None else action.isChecked()
-
-
-def restore(window, on: bool) -> None:
-    """Show or hide the key as a stored setting says (the action and the overlay together)."""
-    action = getattr(window, "legend_action", None)
-    if action is not None:
-        action.setChecked(bool(on))       # toggled -> the overlay follows (no signal when unchanged)
-        window.legend_overlay.visible = action.isChecked()
+def install(window) -> ColourKey:
+    """Put the key on the window's field view and a checkable "Show colour key" action (on) in its View menu,
+    after Reset camera."""
+    return ColourKey(window)

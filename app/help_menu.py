@@ -172,12 +172,12 @@ class HelpMenu(QtCore.QObject):
         super().__init__(window)
         self.window = window
         self.dialogs: dict[str, TextDialog] = {}
-        self.usage_action = window._action("Usage (README)", self.show_usage, ["F1"],
+        self.usage_action = window.add_action("Usage (README)", self.show_usage, ["F1"],
                                            "How to use the window: the README's usage section (F1)",
                                            name="usage_action")
-        self.shortcuts_action = window._action("Keyboard shortcuts", self.show_shortcuts, [],
+        self.shortcuts_action = window.add_action("Keyboard shortcuts", self.show_shortcuts, [],
                                                "Every keyboard shortcut of the window", name="shortcuts_action")
-        self.about_action = window._action("About latticelab", self.show_about, [],
+        self.about_action = window.add_action("About latticelab", self.show_about, [],
                                            "Version, backend, device, OpenGL and library versions",
                                            name="about_action")
         menu = window.help_menu
@@ -241,6 +241,4 @@ class HelpMenu(QtCore.QObject):
 
 def install(window) -> HelpMenu:
     """Add Usage (F1), Keyboard shortcuts and About latticelab to ``window.help_menu``."""
-    help_menu = HelpMenu(window)
-    window.help_menu_actions = help_menu
-    return help_menu
+    return HelpMenu(window)

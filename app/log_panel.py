@@ -147,9 +147,8 @@ def status_text(bar: QtWidgets.QStatusBar, text: str) -> str:
 
 
 def install(window, area=QtCore.Qt.DockWidgetArea.BottomDockWidgetArea) -> MessagesPanel:
-    """Add the (hidden) Messages dock to ``window``, as ``window.log_panel``; ``show_message`` feeds it."""
+    """Add the (hidden) Messages dock to ``window``; the window's ``show_message`` feeds it."""
     panel = MessagesPanel(window)
     window.addDockWidget(area, panel)
     panel.hide()
-    window.log_panel = panel
     return panel

@@ -144,12 +144,12 @@ class Recording(QtCore.QObject):
         if file_menu is None:        # a window without a File menu still gets the shortcuts (addAction above)
             return
         actions = file_menu.actions()
-        export_action = getattr(w, "export_action", None)
+        export_action = w.export_action
         after_exports = None       # right after "Export screenshot...", else at the end
         if export_action in actions and actions.index(export_action) + 1 < len(actions):
             after_exports = actions[actions.index(export_action) + 1]
         file_menu.insertActions(after_exports, [self.export_data_action, self.export_plots_action])
-        quit_action = getattr(w, "quit_action", None)
+        quit_action = w.quit_action
         before = None
         if quit_action in actions:
             i = actions.index(quit_action)
@@ -161,7 +161,7 @@ class Recording(QtCore.QObject):
     # ---- messages ---------------------------------------------------------------------------
     def _say(self, text: str, error: bool = False) -> None:
         if error:
-            self.window._warn("Recording and export", text)
+            self.window.warn("Recording and export", text)
         else:
             self.window.show_message(text)
 
@@ -374,10 +374,9 @@ class Recording(QtCore.QObject):
 
 
 def install(window) -> Recording:
-    """Add the File menu's plot exports and movie recording to a main window (``window.recording``)."""
+    """Add the File menu's plot exports and movie recording to a main window."""
     recording = Recording(window)
     window.installEventFilter(recording)
-    window.recording = recording
     app = QtWidgets.QApplication.instance()
     if app is not None:
         app.aboutToQuit.connect(recording.shutdown)

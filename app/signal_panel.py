@@ -401,7 +401,7 @@ def _set_cell(table: QtWidgets.QTableWidget, row: int, col: int, text: str) -> N
 def install(window, area=RIGHT) -> SignalPanel:
     """Add the dock to a main window (``model``, ``runner``, ``field_view``, ``lattice_canvas``,
     ``set_parameter``, ``show_message``); a tab beside the live plots, shown only for models with a signal."""
-    panel = install_dock(window, SignalPanel(window), "signal_panel", area)
+    panel = install_dock(window, SignalPanel(window), area)
     window.lattice_canvas.events.mouse_release.connect(panel.lattice_clicked)
     # a reset or a loaded state starts the record again (the window's own slots run first)
     window.reset_action.triggered.connect(lambda *_: panel.restart())

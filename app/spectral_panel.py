@@ -760,15 +760,9 @@ def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> Spectr
     With a live-plot dock present the panel becomes a tab beside it, so the lattice view keeps its
     space; the panel only computes while its tab is shown.
     """
-    panel = SpectralPanel(lambda: window.model, parent=window, prefs=getattr(window, "prefs", None),
-                          interactive=getattr(window, "interactive", True), access=ModelAccess(window),
+    panel = SpectralPanel(lambda: window.model, parent=window, prefs=window.prefs,
+                          interactive=window.interactive, access=ModelAccess(window),
                           status_bar=window.statusBar())
-    if hasattr(window, "settling"):
-        panel.hold_preparation = window.settling
-    window.addDockWidget(area, panel)
-    plots = getattr(window, "plot_dock", None)
-    if isinstance(plots, QtWidgets.QDockWidget):
-        window.tabifyDockWidget(plots, panel)
-        plots.raise_()
-    window.spectral_panel = panel
+    panel.hold_preparation = window.settling
+    window.add_dock(panel, area)
     return panel

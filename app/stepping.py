@@ -406,11 +406,10 @@ class ModelAccess:
         self.asked = False
 
     def busy(self) -> bool:
-        return bool(getattr(getattr(self.window, "stepper", None), "busy", False))
+        return self.window is not None and self.window.model_busy()
 
     def retry(self, action) -> None:
-        when_free = getattr(self.window, "when_model_free", None)
-        if when_free is None or self.asked:
+        if self.window is None or self.asked:
             return
         self.asked = True
 
@@ -418,7 +417,7 @@ class ModelAccess:
             self.asked = False
             action()
 
-        when_free(run)
+        self.window.when_model_free(run)
 
 
 class BackgroundStepper:

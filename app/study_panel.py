@@ -325,7 +325,7 @@ class StudyPanel(AnalysisDock):
     def __init__(self, window=None, parent=None):
         super().__init__("Study", "study_dock", parent)
         self.window = window
-        self.interactive = bool(getattr(window, "interactive", False))
+        self.interactive = bool(window.interactive)
         self.folder = Path.cwd()
         self.study: Study | None = None
         self.output: Path | None = None
@@ -455,7 +455,7 @@ class StudyPanel(AnalysisDock):
             self.status.setStyleSheet("color: #e07070;")
         else:
             self.status.setStyleSheet("")
-        if self.window is not None and hasattr(self.window, "show_message"):
+        if self.window is not None:
             self.window.show_message(f"study: {text.splitlines()[0] if text else ''}", error=error)
 
     def _set_state(self, state: str) -> None:
@@ -787,8 +787,8 @@ def describe_result(result) -> str:
 def install(window, area=RIGHT) -> StudyPanel:
     """Add the dock to a main window; a tab beside the live plots when present."""
     # the window closing stops the sweep first
-    panel = install_dock(window, StudyPanel(window, parent=window), "study_panel", area, stop_with_window=True)
-    model = getattr(window, "model", None)
+    panel = install_dock(window, StudyPanel(window, parent=window), area, stop_with_window=True)
+    model = window.model
     if model is not None:
         panel.form.fill_from(model)
     return panel

@@ -50,6 +50,7 @@ class UndoHistory:
     def __init__(self, window):
         self.window = window
         self.stack = QtGui.QUndoStack(window)
+        self.menu = self.undo_action = self.redo_action = None    # the Edit menu and its actions (install)
 
     def record(self, name: str, before: ModelParams, after: ModelParams, model_name: str) -> None:
         """A change of ``name`` was applied (``before`` -> ``after``); nothing is recorded when nothing changed.
@@ -100,10 +101,9 @@ class UndoHistory:
 
 
 def install(window) -> UndoHistory:
-    """``window.undo_history`` and an Edit menu (after File) with Undo (Ctrl+Z) and Redo (Ctrl+Shift+Z,
+    """The window's undo history and an Edit menu (after File) with Undo (Ctrl+Z) and Redo (Ctrl+Shift+Z,
     Ctrl+Y)."""
     history = UndoHistory(window)
-    window.undo_history = history
     undo = history.stack.createUndoAction(window, "Undo")
     undo.setObjectName("undo_action")
     undo.setShortcut(QtGui.QKeySequence("Ctrl+Z"))
@@ -123,5 +123,5 @@ def install(window) -> UndoHistory:
         window.menuBar().insertMenu(actions[1], menu)
     else:
         window.menuBar().addMenu(menu)
-    window.edit_menu, window.undo_action, window.redo_action = menu, undo, redo
+    history.menu, history.undo_action, history.redo_action = menu, undo, redo
     return history

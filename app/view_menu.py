@@ -99,12 +99,10 @@ class ViewMenu(QtCore.QObject):
             dock.setVisible(applies(dock))
         for bar in toolbars(window):
             bar.show()
-        controls, plots = getattr(window, "control_dock", None), getattr(window, "plot_dock", None)
-        if controls is not None and plots is not None:
-            window.resizeDocks([controls, plots], [DEFAULT_CONTROLS_WIDTH, max(MIN_PLOTS_WIDTH, window.width() // 4)],
-                               QtCore.Qt.Orientation.Horizontal)
-        if plots is not None:
-            plots.raise_()        # the live plots are the visible tab of their group
+        controls, plots = window.control_dock, window.plot_dock
+        window.resizeDocks([controls, plots], [DEFAULT_CONTROLS_WIDTH, max(MIN_PLOTS_WIDTH, window.width() // 4)],
+                           QtCore.Qt.Orientation.Horizontal)
+        plots.raise_()        # the live plots are the visible tab of their group
         window.show_message("layout reset: every dock at its default place")
 
     def restore_defaults(self) -> bool:
@@ -134,16 +132,11 @@ class ViewMenu(QtCore.QObject):
             if not window.set_parameter(name, defaults[name], also={k: v for k, v in defaults.items() if k != name}):
                 return False
         window.controls.restore_view_defaults(window.model.backend_name)
-        from latticelab.app import colour_key
-        colour_key.restore(window, True)        # the colour key is a view option too (on by default)
+        window.colour_key.restore(True)        # the colour key is a view option too (on by default)
         window.show_message(f"defaults restored: {len(changed)} parameter(s) of the {title} and the view options")
         return True
 
 
 def install(window) -> ViewMenu:
     """The View menu (``window.view_menu``) filled from the window's docks and toolbars whenever it opens."""
-    view = ViewMenu(window)
-    window.view_menu_builder = view
-    window.reset_layout_action = view.reset_layout_action
-    window.restore_defaults_action = view.restore_defaults_action
-    return view
+    return ViewMenu(window)

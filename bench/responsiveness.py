@@ -179,7 +179,7 @@ def settle(window, timeout: float = 120.0) -> None:
     deadline = time.perf_counter() + timeout
 
     def plots_pending() -> bool:
-        return window.plot_canvas.stale and window._plots_on_screen()
+        return window.plot_canvas.stale and window.frames.plots_on_screen()
 
     while (window.stepper.busy or plots_pending()) and time.perf_counter() < deadline:
         wait_events(0.05)

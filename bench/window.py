@@ -100,7 +100,7 @@ def settle(window, timeout: float = 300.0) -> float:
     """Let the event loop run until no new model is being prepared and no change waits for one; seconds taken."""
     from PySide6 import QtWidgets
     start = time.perf_counter()
-    while (window.preparer.busy or window._deferred) and time.perf_counter() - start < timeout:
+    while (window.preparer.busy or window.frames.deferred) and time.perf_counter() - start < timeout:
         QtWidgets.QApplication.processEvents()
         time.sleep(0.001)
     return time.perf_counter() - start
@@ -294,7 +294,7 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
                               "estimated_us_per_sweep": None if per_step is None else 1e6 * per_step,
                               "headless_us_per_sweep": 1e6 / rates["step_n"],
                               # the live plots' refresh beside the device (app/pacing.py PlotPacer)
-                              "plot_refresh_interval_s": window._plot_interval(),
+                              "plot_refresh_interval_s": window.frames.plot_interval(),
                               "plot_refresh_cost_ms": None if window.plot_pacer.cost_s is None
                               else 1000 * window.plot_pacer.cost_s}
     adaptive.update(longest_frame_ms=1000 * max(gaps, default=float("nan")),

@@ -194,6 +194,19 @@ class Runner:
         self._record(None if look is None else look.observables)
 
     # ---- parameters --------------------------------------------------------------------------
+    def rebuilt_params(self, **changes) -> ModelParams | None:
+        """The parameters of the new model that ``changes`` need (a field that ``applies`` on "rebuild" changed),
+        or None when they apply to the running one; bad values raise ParameterError. ``set`` decides by the
+        same rule; the window asks first, to build a large new model on a worker (app/model_lifecycle.py)."""
+        current = self.params
+        new = current.replace(**changes)
+        fields = type(current).fields()
+        return new if any(self._rebuilds(fields, k, current, new) for k in changes) else None
+
+    @staticmethod
+    def _rebuilds(fields: dict, name: str, current, new) -> bool:
+        return fields[name]["applies"] == "rebuild" and getattr(current, name) != getattr(new, name)
+
     def set(self, **changes) -> str:
         """Apply parameter changes as the schema says; returns "live", "reset" or "rebuild" (what happened).
 
@@ -204,8 +217,7 @@ class Runner:
         changed = {k: v for k, v in changes.items() if getattr(current, k) != getattr(new, k) or k in self.pending}
         if not changed:
             return "none"
-        kinds = {schema.fields()[k]["applies"] for k in changed}
-        if "rebuild" in kinds:
+        if any(self._rebuilds(schema.fields(), k, current, new) for k in changed):
             self._adopt(self._build(self.model_class, new))
             return "rebuild"
         live = {k: getattr(new, k) for k in changed if schema.fields()[k]["applies"] == "live"}

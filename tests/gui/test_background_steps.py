@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from latticelab.app import main_window as main_window_module
+from latticelab.app import frame_loop as frame_loop_module
 from latticelab.app.stepping import BIG_MODEL_CELLS, wants_background
 
 
@@ -32,7 +32,7 @@ def test_only_cpu_steps_longer_than_half_a_frame_go_to_the_worker():
 def held_steps(monkeypatch):
     """Every batch goes to the worker, whose model.advance waits for ``release`` to be set."""
     release = threading.Event()
-    monkeypatch.setattr(main_window_module, "wants_background", lambda *args: True)
+    monkeypatch.setattr(frame_loop_module, "wants_background", lambda *args: True)
 
     def hold(window):
         model = window.model
@@ -146,7 +146,7 @@ def test_the_signal_dock_declined_while_stepping_refreshes_right_after_the_batch
 
 def test_a_batch_that_fails_stops_the_run_with_a_message_and_waiting_readers_still_run(make_window, qtbot,
                                                                                        monkeypatch):
-    monkeypatch.setattr(main_window_module, "wants_background", lambda *args: True)
+    monkeypatch.setattr(frame_loop_module, "wants_background", lambda *args: True)
     window = make_window(L=16, T=2.0)
 
     def broken(n):

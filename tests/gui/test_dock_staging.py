@@ -26,7 +26,7 @@ def window(make_window):
 def switch_and_record(window, qtbot, monkeypatch, name: str) -> dict:
     """Switch to ``name`` on the worker; what the signal and coarsening docks had when the swap began."""
     seen = {}
-    after = window._after_model_change
+    after = window.lifecycle.after_model_change
 
     def recorded():
         for attribute in ("signal_panel", "coarsening_panel"):
@@ -35,10 +35,10 @@ def switch_and_record(window, qtbot, monkeypatch, name: str) -> dict:
         seen["staging_busy"] = window.staging.busy
         return after()
 
-    monkeypatch.setattr(window, "_after_model_change", recorded)
+    monkeypatch.setattr(window.lifecycle, "after_model_change", recorded)
     assert window.switch_model(name)
     qtbot.waitUntil(lambda: window.model.name == name, timeout=90000)
-    monkeypatch.setattr(window, "_after_model_change", after)
+    monkeypatch.setattr(window.lifecycle, "after_model_change", after)
     return seen
 
 
@@ -108,7 +108,7 @@ def test_a_dock_on_top_that_goes_away_gives_its_place_to_the_live_plots(window, 
     qtbot.waitUntil(lambda: panel.on_screen(), timeout=10000)     # raised when its model arrives
     switch_and_record(window, qtbot, monkeypatch, "ising")
     qtbot.waitUntil(lambda: panel.isHidden(), timeout=10000)
-    qtbot.waitUntil(lambda: window._plots_on_screen(), timeout=10000)
+    qtbot.waitUntil(lambda: window.frames.plots_on_screen(), timeout=10000)
 
 
 def test_switching_back_makes_nothing_again(window, qtbot, monkeypatch):

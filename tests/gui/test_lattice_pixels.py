@@ -98,7 +98,7 @@ def _set_spins(window, spins):
     session.model.spins = session.model.xp.asarray(np.asarray(spins, np.int8))
     session.highlight = None
     session.state_version += 1
-    window._refresh_view()
+    window.frames.refresh_view()
 
 
 def _top_view(window):

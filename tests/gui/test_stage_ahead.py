@@ -1,5 +1,5 @@
 """The window makes the live plots' glyphs and the other registered models' forms and plots while idle
-(app/main_window.py _stage_ahead), a slice per frame as for a switch, so that a first switch to one stages
+(app/model_lifecycle.py stage_ahead), a slice per frame as for a switch, so that a first switch to one stages
 nothing; what it made is frozen and full collections run again once it is done (app/collector.py). Nothing here
 is timed: steps are counted."""
 from __future__ import annotations
@@ -18,18 +18,18 @@ def test_the_other_models_are_made_ahead_and_a_first_switch_stages_nothing(make_
     window = make_window(running=running)
     window.background_builds = True            # switches built on the worker, their pieces staged
     freeze_after_start(window)
-    window._ahead_from = 0.0                   # at once, not STAGE_AHEAD_AFTER_S after start-up
+    window.lifecycle.ahead_from = 0.0                   # at once, not STAGE_AHEAD_AFTER_S after start-up
     window.stage_ahead = True
     window.timer.start()                       # as a window that was just shown (the frame loop runs)
     qtbot.waitUntil(lambda: window.staged_ahead, timeout=120000)
     others = [cls for cls in all_models().values() if cls is not type(window.model)]
     assert others
     for cls in others:
-        assert cls in window._plot_sets                                   # its live plots
+        assert cls in window.lifecycle.plot_sets                                   # its live plots
         assert window.controls.stage_form(cls.Params) is None             # its form: nothing left to make
     assert not window.collector.held                                      # released, what was made frozen
     from latticelab.render.plots import GLYPHS, TEXT_FACE
-    font = window._plot_fonts.get_font(TEXT_FACE)                         # every glyph the plots may show,
+    font = window.lifecycle.plot_fonts.get_font(TEXT_FACE)                         # every glyph the plots may show,
     assert all(char in font._glyphs for char in GLYPHS)                  # rendered before any text needs it
     for cls in others:
         window.staging.log = []
@@ -43,7 +43,7 @@ def test_without_making_ahead_a_first_switch_stages_the_form_and_plots(make_wind
     window.background_builds = True
     other = next(cls for cls in all_models().values() if cls is not type(window.model))
     qtbot.wait(100)
-    assert other not in window._plot_sets
+    assert other not in window.lifecycle.plot_sets
     window.staging.log = []
     assert window.switch_model(other.name)
     qtbot.waitUntil(lambda: window.model.name == other.name, timeout=90000)
@@ -56,8 +56,8 @@ def test_the_hidden_docks_first_shows_are_prepared_ahead(make_window, qtbot):
     their glyphs rendered, the Study dock's plot made (it used to be made at its first show), each visual drawn
     once offscreen. The first show then makes nothing, and the cached canvas draws its picture a part per paint."""
     window = make_window()
-    window._ahead_from = 0.0                   # at once, not STAGE_AHEAD_AFTER_S after start-up
-    window._ahead = []                         # the other models' forms and plots: another test's
+    window.lifecycle.ahead_from = 0.0                   # at once, not STAGE_AHEAD_AFTER_S after start-up
+    window.lifecycle.ahead = []                         # the other models' forms and plots: another test's
     graph, study = window.graph_panel, window.study_panel
     made = {}
     for dock in (graph, study):
@@ -96,8 +96,8 @@ def test_an_unseen_prepared_dock_follows_its_tabs_size_and_its_first_show_resize
     first show neither resizes its canvas nor lays its grids out again."""
     from PySide6 import QtCore
     window = make_window()
-    window._ahead_from = 0.0
-    window._ahead = []
+    window.lifecycle.ahead_from = 0.0
+    window.lifecycle.ahead = []
     study, plots = window.study_panel, window.plot_dock
     window.stage_ahead = True
     window.timer.start()

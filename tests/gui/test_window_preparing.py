@@ -123,7 +123,7 @@ def test_switching_back_cancels_and_closing_while_preparing_drops_the_build(wind
     held.release.set()
     assert window.preparer.wait(30)
     qtbot.wait(100)
-    window._poll_preparation()
+    window.lifecycle.poll_preparation()
     assert window.model is old
 
 

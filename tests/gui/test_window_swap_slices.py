@@ -37,7 +37,7 @@ class Recorder:
         self.slices: list[int] = []          # the tick count at each staging slice
         self.swaps: list[dict] = []          # what was made already when a swap began
         staging = window.staging
-        run_slice, after = staging.run_slice, window._after_model_change
+        run_slice, after = staging.run_slice, window.lifecycle.after_model_change
 
         def recorded_slice(*args, **kwargs):
             self.slices.append(self.ticks)
@@ -45,7 +45,7 @@ class Recorder:
 
         def recorded_swap():
             cls = type(window.model)
-            plots = window._plot_sets.get(cls)
+            plots = window.lifecycle.plot_sets.get(cls)
             form = window.controls._forms.get(cls.Params)
             self.swaps.append({"model": cls.name, "tick": self.ticks, "staging_busy": staging.busy,
                                "plots": plots, "plots_built": plots is not None and plots.built,
@@ -53,7 +53,7 @@ class Recorder:
             return after()
 
         monkeypatch.setattr(staging, "run_slice", recorded_slice)
-        monkeypatch.setattr(window, "_after_model_change", recorded_swap)
+        monkeypatch.setattr(window.lifecycle, "after_model_change", recorded_swap)
 
     def _tick(self) -> None:
         self.ticks += 1
@@ -101,7 +101,7 @@ def test_staging_beside_a_build_lets_a_frame_that_paints_the_live_plots_pass_but
     two made the longest gaps of a switch together), unless the frame before it ran none either: the making
     ahead never stops; once the model is built, every frame runs one, of a frame's worth of steps."""
     frames = []          # per frame while staging: (plots paint in this frame, slice run)
-    frame, plots_due = window._frame, window._plots_paint_in_this_frame
+    frame, plots_due = window.frames.frame, window.frames.plots_paint_in_this_frame
     staging = window.staging
     run_slice = staging.run_slice
 
@@ -118,12 +118,12 @@ def test_staging_beside_a_build_lets_a_frame_that_paints_the_live_plots_pass_but
             entry["slice"], entry["budget"] = True, budget
             return run_slice(budget)
 
-        monkeypatch.setattr(window, "_plots_paint_in_this_frame", due)
+        monkeypatch.setattr(window.frames, "plots_paint_in_this_frame", due)
         monkeypatch.setattr(staging, "run_slice", sliced)
         try:
             frame()
         finally:
-            monkeypatch.setattr(window, "_plots_paint_in_this_frame", plots_due)
+            monkeypatch.setattr(window.frames, "plots_paint_in_this_frame", plots_due)
             monkeypatch.setattr(staging, "run_slice", run_slice)
         if not busy:
             frames.pop()
@@ -136,9 +136,9 @@ def test_staging_beside_a_build_lets_a_frame_that_paints_the_live_plots_pass_but
         build(job)
 
     monkeypatch.setattr(preparing.Job, "run", slow_build)
-    monkeypatch.setattr(window, "_frame", recorded_frame)
+    monkeypatch.setattr(window.frames, "frame", recorded_frame)
     window.timer.timeout.disconnect()
-    window.timer.timeout.connect(window._frame)
+    window.timer.timeout.connect(window.frames.frame)
     assert window.switch_model("cahn-hilliard")
     qtbot.waitUntil(lambda: window.model.name == "cahn-hilliard", timeout=60000)
     assert any(f["due"] and f["building"] for f in frames) and any(f["slice"] for f in frames)
