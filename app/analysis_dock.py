@@ -472,6 +472,17 @@ class CapabilityDock(AnalysisDock):
             return None
         return self._plot_pieces()
 
+    def _canvas_steps_into(self, layout: QtWidgets.QBoxLayout, name: str, size, minimum):
+        """Three steps: the dock's cached plot canvas (``canvas``, its GL widget), its grid, and its place at the
+        top of ``layout``; returns the grid (``grid = yield from self._canvas_steps_into(...)``)."""
+        self.canvas = make_canvas(name, size, minimum, cached=True)
+        yield "canvas"
+        grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
+        yield "grid"
+        layout.insertWidget(0, self.canvas.native, 1)
+        yield "placed"
+        return grid
+
     def _take(self, model):
         raise NotImplementedError
 
@@ -602,16 +613,17 @@ def place_dock(window: QtWidgets.QMainWindow, dock: QtWidgets.QDockWidget, area=
         plots.raise_()
 
 
-def install_dock(window: DockHost, panel: AnalysisDock, area=RIGHT, *, stop_with_window: bool = False) -> AnalysisDock:
+def install_dock(window: DockHost, panel: AnalysisDock, name: str, area=RIGHT, *,
+                 stop_with_window: bool = False) -> AnalysisDock:
     """Add ``panel`` to a main window (``window.add_dock``: a tab beside the live plots), shut down when the
     application quits and, with ``stop_with_window``, when the window closes (its workers are waited for first).
-    A ``CapabilityDock`` starts hidden, has its plots made ahead for a coming model it applies to, and looks at
-    the model once the window restored its layout. Returns ``panel``."""
+    A ``CapabilityDock`` starts hidden, has its plots made ahead for a coming model it applies to (in the window's
+    staging under ``name``), and looks at the model once the window restored its layout. Returns ``panel``."""
     window.add_dock(panel, area)
     if isinstance(panel, CapabilityDock):
         panel.hide()
         panel.placements = window.dock_placements
-        window.staging.followers.append((panel.objectName(), panel.stage_for))
+        window.staging.followers.append((name, panel.stage_for))
         QtCore.QTimer.singleShot(0, panel, panel.refresh)   # after the window restored its layout
     if stop_with_window:
         window.installEventFilter(panel)

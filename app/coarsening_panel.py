@@ -146,12 +146,7 @@ class CoarseningPanel(CapabilityDock):
     def _plot_steps(self):
         """The plot canvas, made once (``_plots``, or ahead: ``stage_for``): axes and text cost a second or more
         on software GL, which a window that never runs a coarsening model need not pay."""
-        self.canvas = make_canvas("coarsening_canvas", (420, 320), (280, 200), cached=True)
-        yield "canvas"          # three steps: the canvas (its GL widget), its grid, its place in the dock
-        grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
-        yield "grid"
-        self._layout.insertWidget(0, self.canvas.native, 1)
-        yield "placed"
+        grid = yield from self._canvas_steps_into(self._layout, "coarsening_canvas", (420, 320), (280, 200))
         # a piece per step: title, axes, view, lines
         self.plot = yield from labelled_steps(CoarseningPlot.in_steps(grid, "length", 1 / 3), "length plot")
 
@@ -287,4 +282,4 @@ class CoarseningPanel(CapabilityDock):
 def install(window, area=RIGHT) -> CoarseningPanel:
     """Add the dock to a main window (``model``, ``runner``); a tab beside the live plots, shown only for models
     that declare a coarsening length or an interface."""
-    return install_dock(window, CoarseningPanel(window), area)
+    return install_dock(window, CoarseningPanel(window), "coarsening_panel", area)

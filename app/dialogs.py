@@ -16,11 +16,12 @@ def confirm_replace(parent: QtWidgets.QWidget, path: Path) -> bool:
 
 
 def choose_output(parent: QtWidgets.QWidget, path, suffix: str, write, *, confirm: bool, say,
-                  prefs=None, folder_key: str | None = None, what: str = "written") -> Path | None:
+                  prefs=None, folder_key: str | None = None, what: str = "written",
+                  errors: tuple = (OSError,)) -> Path | None:
     """The save-a-file sequence of the window and its docks: ``suffix`` added when missing; an existing file
     replaced only if the user agrees (``confirm``: asked once, No keeps it), else (scripts, or a folder in the
     way) a free name beside it (sim/io.py ``free_path``); ``write(path, overwrite)`` writes it (returning the
-    path written, or None for ``path``); a failure to write is said (``say(text, error=True)``); the folder is
+    path written, or None for ``path``); a failure to write (``errors``) is said (``say(text, error=True)``); the folder is
     remembered (``prefs`` under ``folder_key``) for the next dialog. Returns the path written, or None; the
     caller says what it wrote."""
     from latticelab.sim.io import free_path
@@ -39,8 +40,8 @@ def choose_output(parent: QtWidgets.QWidget, path, suffix: str, write, *, confir
             path = free_path(path)
     try:
         written = write(path, overwrite) or path
-    except OSError as exc:
-        say(f"could not write {path}: {exc.strerror or exc}", error=True)
+    except errors as exc:       # OSError, and what else ``write`` raises for what it cannot write
+        say(f"could not write {path}: {getattr(exc, 'strerror', None) or exc}", error=True)
         return None
     if prefs is not None and folder_key:
         prefs.set(folder_key, str(Path(written).parent.resolve()))

@@ -319,4 +319,4 @@ def install(window, area=RIGHT) -> GraphPanel:
     """Add the dock to a main window with a ``model`` attribute; a tab beside the live plots when present."""
     # the window closing stops the workers first
     panel = GraphPanel(lambda: window.model, parent=window, access=ModelAccess(window))
-    return install_dock(window, panel, area, stop_with_window=True)
+    return install_dock(window, panel, "graph_panel", area, stop_with_window=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from latticelab.app.dialogs import confirm_replace
+from latticelab.app.dialogs import ask_save_path, choose_output, confirm_replace
 from latticelab.sim import export, io
 from latticelab.sim.params import ParameterError
 from latticelab.sim.recording import FrameRecorder, is_movie
@@ -165,21 +165,6 @@ class Recording(QtCore.QObject):
         else:
             self.window.show_message(text)
 
-    def _target(self, path, suffix: str | None, confirm: bool) -> tuple[Path, bool] | None:
-        """(path, overwrite): ``suffix`` added when missing; an existing file replaced only if the user agrees
-        (``confirm``), else (scripts) a free name beside it. None when the user keeps the file."""
-        path = Path(path)
-        if suffix and path.suffix.lower() != suffix:
-            path = path.with_name(path.name + suffix)
-        if not path.exists():
-            return path, False
-        if confirm and path.is_file():
-            if not confirm_replace(self.window, path):
-                self.window.show_message(f"not written: {path.name} exists and was kept")
-                return None
-            return path, True
-        return io.free_path(path), False
-
     def _default_name(self, suffix: str) -> str:
         return self.window.default_export_name().removesuffix(".png") + suffix
 
@@ -187,27 +172,15 @@ class Recording(QtCore.QObject):
         w = self.window
         if not w.interactive:
             return None
-        folder = w.prefs.get("folders/export") or str(Path.cwd())
-        path, _ = QtWidgets.QFileDialog.getSaveFileName(
-            w, title, str(Path(folder) / self._default_name(suffix)), filters,
-            options=QtWidgets.QFileDialog.Option.DontConfirmOverwrite)      # we ask ourselves, once
+        path, _ = ask_save_path(w, title, w.prefs.get("folders/export"), self._default_name(suffix), filters)
         return path or None
 
     # ---- plot data and plot images ----------------------------------------------------------
     def _export(self, path, suffix: str, confirm: bool, write) -> Path | None:
-        """Write one export file through ``write(path, overwrite)`` at the target of ``path`` (``_target``); a
-        failure is said; the folder is remembered for the next dialog. Returns the path written, or None."""
-        target = self._target(path, suffix, confirm)
-        if target is None:
-            return None
-        path, overwrite = target
-        try:
-            write(path, overwrite)
-        except OSError as exc:
-            self._say(f"could not write {path}: {exc.strerror or exc}", error=True)
-            return None
-        self.window.prefs.set("folders/export", str(path.parent.resolve()))
-        return path
+        """Write one export file through ``write(path, overwrite)`` (app/dialogs.py ``choose_output``: nothing
+        replaced unasked, a failure said, the folder remembered). Returns the path written, or None."""
+        return choose_output(self.window, path, suffix, write, confirm=confirm, say=self._say,
+                             prefs=self.window.prefs, folder_key="folders/export")
 
     def export_data(self, path, confirm: bool = True) -> Path | None:
         """Write the live plots' series as CSV (sim/export.py); returns the path written, or None."""

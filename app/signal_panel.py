@@ -164,12 +164,7 @@ class SignalPanel(CapabilityDock):
         """Make the canvas and its plots, a piece of a plot per step (its title, each axis, its view, its lines:
         render/spectral.py ``_Plot.in_steps``), once (``_plots``, or ahead: ``stage_for``): text and axes cost a
         second or more on software GL, which a window that never runs a model with a signal need not pay."""
-        self.canvas = make_canvas("signal_canvas", (420, 620), (300, 360), cached=True)
-        yield "canvas"          # three steps: the canvas (its GL widget), its grid, its place in the dock
-        grid = self.canvas.central_widget.add_grid(spacing=2, margin=4)
-        yield "grid"
-        self._layout.insertWidget(0, self.canvas.native, 1)
-        yield "placed"
+        grid = yield from self._canvas_steps_into(self._layout, "signal_canvas", (420, 620), (300, 360))
         plots = (("signal_plot", TimePlot, ("signal", "time (ms)", "mV", {"signal": EEG_COLOUR})),
                  ("spectrum_plot", PeriodogramPlot, (SPECTRUM_MAX_HZ, "mV")),
                  ("probe_plot", TimePlot, ("picked cell", "time (ms)", "mV", {"probe": PROBE_COLOUR})),
@@ -401,7 +396,7 @@ def _set_cell(table: QtWidgets.QTableWidget, row: int, col: int, text: str) -> N
 def install(window, area=RIGHT) -> SignalPanel:
     """Add the dock to a main window (``model``, ``runner``, ``field_view``, ``lattice_canvas``,
     ``set_parameter``, ``show_message``); a tab beside the live plots, shown only for models with a signal."""
-    panel = install_dock(window, SignalPanel(window), area)
+    panel = install_dock(window, SignalPanel(window), "signal_panel", area)
     window.lattice_canvas.events.mouse_release.connect(panel.lattice_clicked)
     # a reset or a loaded state starts the record again (the window's own slots run first)
     window.reset_action.triggered.connect(lambda *_: panel.restart())

@@ -49,7 +49,7 @@ from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
 from latticelab.app.analysis_dock import info_label, make_canvas, on_screen, sized_steps
-from latticelab.app.dialogs import confirm_replace
+from latticelab.app.dialogs import ask_save_path, choose_output
 from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
                                           frozen_copy, mesh_in_process)
 from latticelab.app.staging import another_step_fits
@@ -59,7 +59,6 @@ from latticelab.render.isosurface import SpectrumIsoView
 from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps, with_font_manager
 from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
 from latticelab.sim.analysis import spectral
-from latticelab.sim.io import free_path
 from latticelab.sim.model import HasClusters, main_field
 from latticelab.sim.state import state_of
 
@@ -717,39 +716,25 @@ class SpectralPanel(QtWidgets.QDockWidget):
         question (interactive), otherwise a free name beside it is used; returns the path written."""
         if kind not in EXPORTS:
             raise ValueError(f"kind must be one of {', '.join(EXPORTS)}; got {kind!r}")
-        path = Path(path)
-        suffix = EXPORTS[kind][1]
-        if path.suffix.lower() != suffix:
-            path = path.with_name(path.name + suffix)
-        overwrite = False
-        if path.exists():
-            if confirm and self.interactive:
-                if not confirm_replace(self, path):
-                    return None
-                overwrite = True
-            else:
-                path = free_path(path)
-        try:
-            written = spectral.export(self.record(), path, kind, overwrite=overwrite)
-        except (OSError, ValueError) as exc:
-            self.last_error = f"export failed: {exc}"
-            self.info.setText(self.last_error)
-            if self.interactive:
-                QtWidgets.QMessageBox.warning(self, "Export failed", str(exc))
-            return None
-        if self.prefs is not None:
-            self.prefs.set(FOLDER_KEY, str(written.parent.resolve()))
-        self.info.setText(f"saved {written}")
+        written = choose_output(self, path, EXPORTS[kind][1], lambda to, overwrite: spectral.export(
+            self.record(), to, kind, overwrite=overwrite), confirm=confirm and self.interactive, say=self._say,
+            prefs=self.prefs, folder_key=FOLDER_KEY, what="saved", errors=(OSError, ValueError))
+        if written is not None:
+            self.info.setText(f"saved {written}")
         return written
 
+    def _say(self, text: str, error: bool = False) -> None:
+        """A message of the exports, in the dock's info line (a dialog too for a failure, when interactive)."""
+        self.info.setText(text)
+        if error:
+            self.last_error = f"export failed: {text}"
+            if self.interactive:
+                QtWidgets.QMessageBox.warning(self, "Export failed", text)
 
     def export_dialog(self, kind: str) -> None:
         text, suffix, _ = EXPORTS[kind]
-        folder = (self.prefs.get(FOLDER_KEY) if self.prefs is not None else None) or str(Path.cwd())
-        name = f"spectrum-{kind}{suffix}"
-        path, _ = QtWidgets.QFileDialog.getSaveFileName(
-            self, f"Save {text}", str(Path(folder) / name), text,
-            options=QtWidgets.QFileDialog.Option.DontConfirmOverwrite)  # we ask ourselves, once
+        folder = self.prefs.get(FOLDER_KEY) if self.prefs is not None else None
+        path, _ = ask_save_path(self, f"Save {text}", folder, f"spectrum-{kind}{suffix}", text)
         if path:
             self.export(kind, path, confirm=True)
 

@@ -787,7 +787,7 @@ def describe_result(result) -> str:
 def install(window, area=RIGHT) -> StudyPanel:
     """Add the dock to a main window; a tab beside the live plots when present."""
     # the window closing stops the sweep first
-    panel = install_dock(window, StudyPanel(window, parent=window), area, stop_with_window=True)
+    panel = install_dock(window, StudyPanel(window, parent=window), "study_panel", area, stop_with_window=True)
     model = window.model
     if model is not None:
         panel.form.fill_from(model)
