@@ -325,7 +325,7 @@ class StudyPanel(AnalysisDock):
     def __init__(self, window=None, parent=None):
         super().__init__("Study", "study_dock", parent)
         self.window = window
-        self.interactive = bool(window.interactive)
+        self.interactive = window is not None and bool(window.interactive)
         self.folder = Path.cwd()
         self.study: Study | None = None
         self.output: Path | None = None
