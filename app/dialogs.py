@@ -21,9 +21,9 @@ def choose_output(parent: QtWidgets.QWidget, path, suffix: str, write, *, confir
     """The save-a-file sequence of the window and its docks: ``suffix`` added when missing; an existing file
     replaced only if the user agrees (``confirm``: asked once, No keeps it), else (scripts, or a folder in the
     way) a free name beside it (sim/io.py ``free_path``); ``write(path, overwrite)`` writes it (returning the
-    path written, or None for ``path``); a failure to write (``errors``) is said (``say(text, error=True)``); the folder is
-    remembered (``prefs`` under ``folder_key``) for the next dialog. Returns the path written, or None; the
-    caller says what it wrote."""
+    path written, or None for ``path``); a failure to write (``errors``) is said (``say(text, error=True)``);
+    the folder is remembered (``prefs`` under ``folder_key``) for the next dialog. Returns the path written, or
+    None; the caller says what it wrote."""
     from latticelab.sim.io import free_path
 
     path = Path(path)

@@ -1,9 +1,10 @@
 """A parameter form generated from a model's schema (sim/params.py): one row per field.
 
-The widget of a field follows from its type and choices, or from the schema's ``widget`` hint for the few
-custom widgets: a slider that resolves a critical value finely ("critical_temperature"), a slider that is 0 and
-then logarithmic ("zero_log"), an update schedule with an m:w hybrid ("schedule"), an editable list of sizes
-("lattice_size"), a dimension chooser ("dimension"). Every widget emits ``edited(name, value)`` with the value
+The widget of a field follows from its type and choices, or from the schema's ``widget`` hint, which names a
+widget registered here (``register_widget``): a slider finest around a centre value ("centred_slider"), a
+slider that is 0 and then logarithmic ("zero_log_slider"), a combo box ("choice"), one whose text can be edited
+("editable_choice"), a dimension chooser ("dimension_choice"); a model's own widgets register in
+app/model_widgets.py. Every widget emits ``edited(name, value)`` with the value
 as typed (text that does not parse is passed on, so the schema names the problem); the window decides what a
 change does. ``show_values(values)`` sets every widget from values without emitting anything.
 
@@ -16,6 +17,7 @@ in the box to be corrected. The next values shown (``show_values``) clear it.
 from __future__ import annotations
 
 import decimal
+from typing import Callable
 
 from PySide6 import QtCore, QtWidgets
 
@@ -299,58 +301,6 @@ class ZeroLogSlider(FieldWidget):
         del blockers
 
 
-class ScheduleField(FieldWidget):
-    """An update rule from the schema's options, or a hybrid of m sweeps then w cluster flips ("m:w")."""
-
-    HYBRID = "hybrid"
-
-    def __init__(self, name, info, schema):
-        super().__init__(name, info, schema)
-        self.combo = QtWidgets.QComboBox(objectName=f"{name}_choice")
-        self.m = QtWidgets.QSpinBox(objectName=f"{name}_m", minimum=0, maximum=10000, value=8, prefix="m=")
-        self.w = QtWidgets.QSpinBox(objectName=f"{name}_w", minimum=0, maximum=10000, value=1, prefix="w=")
-        self.m.setToolTip("Hybrid: m Metropolis sweeps ...")
-        self.w.setToolTip("... then w cluster flips, repeated")
-        column = QtWidgets.QVBoxLayout()
-        row = QtWidgets.QHBoxLayout()
-        row.addWidget(self.m)
-        row.addWidget(self.w)
-        column.addWidget(self.combo)
-        column.addLayout(row)
-        self.layout_.addLayout(column)
-        self.combo.activated.connect(lambda _: self._edited())
-        self.m.valueChanged.connect(lambda _: self._edited())
-        self.w.valueChanged.connect(lambda _: self._edited())
-
-    def text(self) -> str:
-        name = self.combo.currentText()
-        return f"{self.m.value()}:{self.w.value()}" if name == self.HYBRID else name
-
-    def _edited(self) -> None:
-        hybrid = self.combo.currentText() == self.HYBRID
-        self.m.setEnabled(hybrid)
-        self.w.setEnabled(hybrid)
-        self.emit(self.text())
-
-    def show_value(self, value, values: dict) -> None:
-        blockers = self.blocked()
-        items = (*(self.schema.options(self.name, values) or ()), self.HYBRID)
-        if tuple(self.combo.itemText(i) for i in range(self.combo.count())) != items:
-            self.combo.clear()
-            self.combo.addItems(items)
-        if ":" in str(value):
-            m, w = str(value).split(":")
-            self.combo.setCurrentText(self.HYBRID)
-            self.m.setValue(int(m))
-            self.w.setValue(int(w))
-        else:
-            self.combo.setCurrentText(str(value))
-        hybrid = self.combo.currentText() == self.HYBRID
-        self.m.setEnabled(hybrid)
-        self.w.setEnabled(hybrid)
-        del blockers
-
-
 def _format_p(p: float) -> str:
     return "0" if p == 0 else f"{p:.3g}"
 
@@ -366,21 +316,49 @@ def _same(a, b) -> bool:
     return bool(a == b)
 
 
+class DimensionChoice(ChoiceField):
+    """The dimensions a model offers, shown as "2D", "3D"."""
+
+    def __init__(self, name, info, schema):
+        super().__init__(name, info, schema, suffix="D")
+
+
+class EditableChoice(ChoiceField):
+    """Suggested values (the schema's options) in a combo box whose text can be edited to any other value."""
+
+    def __init__(self, name, info, schema):
+        super().__init__(name, info, schema, editable=True)
+
+
+# widget hint (a field's ``widget=``, sim/params.py) -> the widget made for it: (name, info, schema) -> FieldWidget
+WIDGETS: dict[str, Callable[[str, dict, type[ModelParams]], FieldWidget]] = {}
+
+
+def register_widget(hint: str, make: Callable[[str, dict, type[ModelParams]], FieldWidget]) -> None:
+    """Make ``make(name, info, schema)`` the widget of the fields whose schema declares ``widget=hint``. A model's
+    own widgets register in app/model_widgets.py (sim/ knows no Qt), keyed by the hint its schema declares."""
+    if hint in WIDGETS and WIDGETS[hint] is not make:
+        raise ValueError(f"widget hint {hint!r} is registered already ({WIDGETS[hint].__name__})")
+    WIDGETS[hint] = make
+
+
+for _hint, _make in (("choice", ChoiceField), ("dimension_choice", DimensionChoice),
+                     ("editable_choice", EditableChoice), ("centred_slider", CentredSlider),
+                     ("zero_log_slider", ZeroLogSlider), ("number", NumberField), ("integer", IntegerField)):
+    register_widget(_hint, _make)
+
+
 def make_field(name: str, info: dict, schema: type[ModelParams]) -> FieldWidget:
-    widget = info.get("widget")
-    if widget == "critical_temperature":
-        return CentredSlider(name, info, schema)
-    if widget == "zero_log":
-        return ZeroLogSlider(name, info, schema)
-    if widget == "schedule":
-        return ScheduleField(name, info, schema)
-    if widget == "dimension":
-        return ChoiceField(name, info, schema, suffix="D")
-    if widget == "lattice_size":
-        return ChoiceField(name, info, schema, editable=True)
-    if info.get("choices") is not None or widget == "options":
-        return ChoiceField(name, info, schema)
-    if widget == "rewire_dims":
+    """The widget of a field: the one its ``widget`` hint names, else a combo box for choices, else a line edit
+    for its type."""
+    from latticelab.app import model_widgets  # noqa: F401  (the models' own widgets, registered on import)
+    hint = info.get("widget")
+    if hint is not None:
+        if hint not in WIDGETS:
+            raise ValueError(f"{schema.__name__}.{name}: no widget registered for the hint {hint!r} "
+                             f"(known: {', '.join(sorted(WIDGETS))})")
+        return WIDGETS[hint](name, info, schema)
+    if info.get("choices") is not None:
         return ChoiceField(name, info, schema)
     if info["type"] is int:
         return IntegerField(name, info, schema)

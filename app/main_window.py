@@ -166,7 +166,8 @@ class MainWindow(QtWidgets.QMainWindow):
         history = self.undo_history
         self.edit_menu, self.undo_action, self.redo_action = history.menu, history.undo_action, history.redo_action
         views = view_menu.install(self)                      # View menu: every dock, reset layout, defaults
-        self.reset_layout_action, self.restore_defaults_action = views.reset_layout_action, views.restore_defaults_action
+        self.reset_layout_action = views.reset_layout_action
+        self.restore_defaults_action = views.restore_defaults_action
         self.help_menu_actions = help_menu.install(self)     # Help menu: usage (F1), keyboard shortcuts, about
         self.colour_key = colour_key.install(self)           # colour key over the lattice; after the View menu
         self.legend_overlay, self.legend_action = self.colour_key.overlay, self.colour_key.action

@@ -56,9 +56,9 @@ class CahnHilliardParams(ModelParams):
     model_name = "cahn-hilliard"
     variant_fields = ("dim",)
 
-    dim: int = param(2, label="Dimension", help="2 or 3", choices=(2, 3), applies="rebuild", widget="dimension")
+    dim: int = param(2, label="Dimension", help="2 or 3", choices=(2, 3), applies="rebuild", widget="dimension_choice")
     L: int = param(256, label="Size L", help="cells per side (any integer >= 4); default 256 (2D) / 64 (3D) on the "
-                   "CPU, 1024 / 256 on a GPU", applies="rebuild", ge=4, widget="lattice_size")
+                   "CPU, 1024 / 256 on a GPU", applies="rebuild", ge=4, widget="editable_choice")
     dx: float = param(1.0, label="Grid spacing dx", help="distance between cell centres", applies="rebuild",
                       ge=1e-3, le=1e3)
     boundary: str = param("periodic", label="Boundaries", help="periodic, or mirror (zero flux: no mass crosses "

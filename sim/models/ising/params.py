@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 import pydantic
 
@@ -10,6 +11,7 @@ from latticelab.sim.params import ModelParams, ParameterError, param
 
 ALGORITHMS = ("metropolis", "wolff", "swendsen-wang")
 _HYBRID = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
+HYBRID_MAX = 10_000      # m and w of a hybrid schedule "m:w" are at most this
 # Flat site indices stay below 2**31 so GPU kernels can use 32-bit indices.
 MAX_SITES = 2 ** 31 - 1
 T_C = {2: 2.269185314, 3: 4.511523}          # regular lattice: Onsager (2D), Monte Carlo (3D)
@@ -25,17 +27,17 @@ class IsingParams(ModelParams):
     variant_fields = ("dim",)
     rewiring_field = "p"
 
-    dim: int = param(2, label="Dimension", help="2 or 3", choices=(2, 3), applies="rebuild", widget="dimension")
+    dim: int = param(2, label="Dimension", help="2 or 3", choices=(2, 3), applies="rebuild", widget="dimension_choice")
     L: int = param(512, label="Size L", help="lattice side (even, >= 4); default 512 (2D) / 64 (3D) on the CPU, "
-                   "2048 / 256 on a GPU", applies="rebuild", ge=4, widget="lattice_size")
+                   "2048 / 256 on a GPU", applies="rebuild", ge=4, widget="editable_choice")
     T: float = param(DEFAULT_T[2], label="Temperature", help="temperature (> 0); default just below T_c",
-                     unit="J/k_B", gt=0, widget="critical_temperature")
+                     unit="J/k_B", gt=0, widget="centred_slider")
     p: float = param(0.0, label="Rewiring p", help="probability that an edge end is rewired, in [0, 1]",
-                     ge=0, le=1, widget="zero_log", slow=True)     # a new graph is drawn: seconds at large L
+                     ge=0, le=1, widget="zero_log_slider", slow=True)     # a new graph is drawn: seconds at large L
     rewire_dims: str = param("all", label="Rewired dims", help="'all' or the axes a rewired end may move along, "
-                             "e.g. 'x', 'xy' (x is the horizontal axis)", widget="rewire_dims", slow=True)
+                             "e.g. 'x', 'xy' (x is the horizontal axis)", widget="choice", slow=True)
     algorithm: str = param("metropolis", label="Algorithm", help="metropolis, wolff, swendsen-wang or a hybrid "
-                           "m:w such as 8:1 (m sweeps, then w cluster flips)", widget="schedule")
+                           "m:w such as 8:1 (m sweeps, then w cluster flips)", widget="hybrid_schedule")
     start: str = param("hot", label="Start", help="initial spins: hot (random) or cold (all up)",
                        choices=STARTS, applies="reset")
 
@@ -56,6 +58,13 @@ class IsingParams(ModelParams):
         if name == "algorithm":
             return ALGORITHMS
         return None
+
+    @staticmethod
+    def hybrid(algorithm) -> tuple[int, int] | None:
+        """(m, w) of a hybrid "m:w" ``algorithm``, or None (the form's schedule widget reads it so)."""
+        return parse_hybrid(algorithm)
+
+    hybrid_max: ClassVar[int] = HYBRID_MAX
 
     @classmethod
     def centre(cls, name: str, values: dict) -> float | None:
@@ -91,6 +100,17 @@ def check_sites(L: int, dim: int) -> None:
                                   f"at most {MAX_SITES:,} are allowed (L <= {largest})")
 
 
+def parse_hybrid(text) -> tuple[int, int] | None:
+    """(m, w) of a hybrid schedule "m:w" (m Metropolis sweeps, then w cluster flips), or None for any other
+    value; m + w > 0 and each at most HYBRID_MAX."""
+    match = _HYBRID.match(text) if isinstance(text, str) else None
+    if match:
+        m, w = int(match.group(1)), int(match.group(2))
+        if m + w > 0 and m <= HYBRID_MAX and w <= HYBRID_MAX:
+            return m, w
+    return None
+
+
 def parse_algorithm(algorithm) -> tuple[str, ...]:
     """The update schedule: ("metropolis",), ("wolff",), ("swendsen-wang",) or m x metropolis then w x wolff
     for "m:w"."""
@@ -100,9 +120,8 @@ def parse_algorithm(algorithm) -> tuple[str, ...]:
         raise ParameterError("algorithm", f"must be {allowed}; got {algorithm!r}")
     if algorithm in ALGORITHMS:
         return (algorithm,)
-    match = _HYBRID.match(algorithm)
-    if match:
-        m, w = int(match.group(1)), int(match.group(2))
-        if m + w > 0 and m <= 10_000 and w <= 10_000:
-            return ("metropolis",) * m + ("wolff",) * w
+    hybrid = parse_hybrid(algorithm)
+    if hybrid is not None:
+        m, w = hybrid
+        return ("metropolis",) * m + ("wolff",) * w
     raise ParameterError("algorithm", f"must be {allowed}; got {algorithm!r}")
