@@ -12,14 +12,13 @@ surface. Installed with one line: ``coarsening_panel.install(window)``.
 """
 from __future__ import annotations
 
-import logging
 import math
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from PySide6 import QtWidgets
 
+from latticelab.app.background import Background, Task
 from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, class_has, info_label, install_dock,
                                           labelled_steps, make_canvas, redraw)
 from latticelab.render.interface_view import InterfaceView
@@ -28,7 +27,6 @@ from latticelab.sim.analysis.marching_cubes import Mesh, marching_cubes
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.model import HasCoarsening, HasInterface, main_field
 
-log = logging.getLogger(__name__)
 
 REFRESH_MS = 300
 POINTS_PER_DECADE = 200        # the record keeps a point when log10 t has moved on by 1/200 since the last
@@ -116,8 +114,8 @@ class CoarseningPanel(CapabilityDock):
         self.record = LogRecord()
         self.fit: ExponentFit | None = None
         self._history_version = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="latticelab-interface")
-        self._job: Future | None = None
+        self.background = Background(self, "latticelab-interface")
+        self._job: Task | None = None
         self._job_key = None          # (id(model), step_count) of the job in flight or last finished
         self._job_info = None         # (field name, level, step, host copy) of the job in flight
         self.job_field: np.ndarray | None = None   # the field the shown surface was made from
@@ -171,12 +169,6 @@ class CoarseningPanel(CapabilityDock):
         if has_interface:
             self.interface_box.setText(f"3D interface ({main_field(model)[0]} = {model.interface_level:g})")
         self._show_interface_canvas(has_interface and self.interface_box.isChecked())
-
-    def refresh(self, force: bool = False) -> bool:
-        """Take new history samples; redraw when shown; start an interface job when one is due. Returns whether
-        it drew."""
-        self._collect_interface()
-        return super().refresh(force)
 
     def _take(self, model):
         if id(model) != self._identity:
@@ -248,21 +240,20 @@ class CoarseningPanel(CapabilityDock):
         level = float(model.interface_level)
         self._job_key = key
         self._job_info = (name, level, model.step_count, host)
-        self._job = self._executor.submit(interface_mesh, host, level)
+        self._job = self.background.run(lambda task: interface_mesh(host, level), self._show_interface,
+                                        self._interface_failed, on_finished=self._interface_finished,
+                                        what="interface")
 
-    def _collect_interface(self) -> None:
-        job = self._job
-        if job is None or not job.done():
-            return
-        self._job = None
+    def _interface_finished(self, task) -> None:
+        if self._job is task:
+            self._job = None
+
+    def _interface_failed(self, text: str) -> None:
+        self.last_error = f"interface failed: {text}"
+        self.interface_info.setText(self.last_error)
+
+    def _show_interface(self, mesh) -> None:
         name, level, step, host = self._job_info
-        try:
-            mesh = job.result()
-        except Exception as exc:
-            self.last_error = f"interface failed: {type(exc).__name__}: {exc}"
-            log.warning(self.last_error)
-            self.interface_info.setText(self.last_error)
-            return
         self.job_field = host
         self._make_interface_canvas()
         self.interface_view.show_mesh(mesh, host.shape)
@@ -276,7 +267,7 @@ class CoarseningPanel(CapabilityDock):
 
     def shutdown(self) -> None:
         super().shutdown()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.background.shutdown()
 
 
 def install(window, area=RIGHT) -> CoarseningPanel:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.form import ParameterForm
+from latticelab.app import model_widgets  # noqa: F401  (the models' own form widgets, registered on import)
 from latticelab.app.settings import SCHEMA as SETTINGS_SCHEMA
 from latticelab.app.settings import AUTO_STEPS, MAX_STEPS_PER_FRAME, default_steps_per_frame
 from latticelab.sim.model import Model

@@ -336,7 +336,8 @@ WIDGETS: dict[str, Callable[[str, dict, type[ModelParams]], FieldWidget]] = {}
 
 def register_widget(hint: str, make: Callable[[str, dict, type[ModelParams]], FieldWidget]) -> None:
     """Make ``make(name, info, schema)`` the widget of the fields whose schema declares ``widget=hint``. A model's
-    own widgets register in app/model_widgets.py (sim/ knows no Qt), keyed by the hint its schema declares."""
+    own widgets register in app/model_widgets.py (sim/ knows no Qt), keyed by the hint its schema declares; the
+    controls panel (app/controls.py) imports it."""
     if hint in WIDGETS and WIDGETS[hint] is not make:
         raise ValueError(f"widget hint {hint!r} is registered already ({WIDGETS[hint].__name__})")
     WIDGETS[hint] = make
@@ -351,7 +352,6 @@ for _hint, _make in (("choice", ChoiceField), ("dimension_choice", DimensionChoi
 def make_field(name: str, info: dict, schema: type[ModelParams]) -> FieldWidget:
     """The widget of a field: the one its ``widget`` hint names, else a combo box for choices, else a line edit
     for its type."""
-    from latticelab.app import model_widgets  # noqa: F401  (the models' own widgets, registered on import)
     hint = info.get("widget")
     if hint is not None:
         if hint not in WIDGETS:

@@ -14,7 +14,7 @@ import time
 
 from PySide6 import QtCore
 
-from latticelab.app.analysis_dock import continue_while_stale, on_screen
+from latticelab.app.dock_canvas import continue_while_stale, on_screen
 from latticelab.app.pacing import DevicePacer, PlotPacer
 from latticelab.app.settings import AUTO_STEPS, MAX_STEPS_PER_FRAME
 from latticelab.app.staging import SLICE_AFTER_BUILD_S, SLICE_S

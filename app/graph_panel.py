@@ -10,8 +10,8 @@ controls are disabled. The curve needs the model's schema to name its rewiring p
 All graph work runs off the GUI thread: the window only takes a copy of what the graph is made from, and draws
 what comes back, point by point. Even reading the edges is not done on the GUI thread: at 3D L = 128 ``edges()``
 alone takes about half a second. For a NumPy model the GUI thread takes the model's state (sim/state.py
-``state_of``: a copy of its arrays, a few ms) and a worker QThread hands it to the dock's worker process
-(app/stepping.py ``ModelProcess``), whose copy of the model reads its edges and measures them there: the
+``state_of``: a copy of its arrays, a few ms) and a worker thread (app/background.py) hands it to the dock's
+worker process (app/stepping.py ``ModelProcess``), whose copy of the model reads its edges and measures them there: the
 measures are long C calls that hold Python's GIL (seconds for two million vertices), which from a thread would
 stall the window. Otherwise (a CUDA model, or no process to be had) the worker thread reads the edges of a
 shallow copy of the model (``copy.copy``: a model that rewires replaces its graph object rather than changing it,
@@ -28,9 +28,10 @@ import math
 from typing import Callable
 
 import numpy as np
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
 
 from latticelab.app.analysis_dock import RIGHT, AnalysisDock, info_label, install_dock, make_canvas, redraw
+from latticelab.app.background import Background, Task
 from latticelab.app.stepping import ModelAccess, ProcessGone, SharedProcess
 from latticelab.render.graph_plots import DegreePlot, SmallWorldPlot
 from latticelab.sim.analysis import graph as G
@@ -94,31 +95,6 @@ def measure_model(snapshot, state, samples: int | None, cancelled: Callable[[], 
     return measure_edges(n, snapshot.edges(), getattr(snapshot, "xp", np), samples)
 
 
-class Worker(QtCore.QThread):
-    """Runs ``job(emit, cancelled)`` off the GUI thread; ``emit(obj)`` sends ``progress``, the return value
-    ``done``, an exception ``failed`` (as text)."""
-    progress = QtCore.Signal(object)
-    done = QtCore.Signal(object)
-    failed = QtCore.Signal(str)
-
-    def __init__(self, job: Callable, parent=None):
-        super().__init__(parent)
-        self.job = job
-        self._cancel = False
-
-    def cancel(self) -> None:
-        self._cancel = True
-
-    def run(self) -> None:
-        try:
-            result = self.job(self.progress.emit, lambda: self._cancel)
-        except Exception as exc:  # reported in the dock; the window goes on
-            log.exception("graph worker")
-            self.failed.emit(f"{type(exc).__name__}: {exc}")
-            return
-        self.done.emit(result)
-
-
 def measure_edges(n: int, edges, xp=np, samples: int | None = None) -> dict:
     """Everything the dock shows about one graph (runs in the worker)."""
     g = G.from_edges(n, edges, xp=xp)
@@ -158,8 +134,9 @@ class GraphPanel(AnalysisDock):
         self.result = None
         self.curve: G.SmallWorldCurve | None = None
         self._identity = None
-        self._measure_worker: Worker | None = None
-        self._curve_worker: Worker | None = None
+        self._measure_worker: Task | None = None
+        self._curve_worker: Task | None = None
+        self.background = Background(self, "latticelab-graph", workers=2)   # a measurement beside a curve
         self._start(refresh_ms=500, when_shown=self.refresh)
 
     def _build(self) -> None:
@@ -215,13 +192,13 @@ class GraphPanel(AnalysisDock):
         samples = None if n <= EXACT_PATH_LIMIT else PATH_SAMPLES
         self.info.setText(COMPUTING_TEXT)
         self.measures_started += 1
-        worker = Worker(lambda emit, cancelled: measure_model(snapshot, state, samples, cancelled), self)
-        worker.done.connect(self._measured)
-        worker.failed.connect(self._failed)
-        worker.finished.connect(lambda: setattr(self, "_measure_worker", None))
-        self._measure_worker = worker
-        worker.start()
+        self._measure_worker = self.background.run(
+            lambda task: measure_model(snapshot, state, samples, task.cancelled), self._measured, self._failed,
+            on_finished=self._measure_finished, what="graph worker")
         return True
+
+    def _measure_finished(self, task) -> None:
+        self._measure_worker = None
 
     def _copy(self, model):
         """On the GUI thread: (shallow copy, state for the worker process or None), or (None, None) while the
@@ -262,21 +239,17 @@ class GraphPanel(AnalysisDock):
         redraw(self.canvas, self.curve_plot)
         self.curve_info.setText("small-world curve: building p = 0 …")
 
-        def job(emit, cancelled):
+        def job(task):
             return G.curve_for(cls, params, backend, probabilities, samples,
-                               on_point=lambda c: emit(G.SmallWorldCurve(c.field, c.measure, c.reference,
-                                                                         list(c.points))),
-                               cancelled=cancelled,
-                               measure=lambda *a: measure_curve_point(*a, cancelled=cancelled))
+                               on_point=lambda c: task.emit(G.SmallWorldCurve(c.field, c.measure, c.reference,
+                                                                              list(c.points))),
+                               cancelled=task.cancelled,
+                               measure=lambda *a: measure_curve_point(*a, cancelled=task.cancelled))
 
-        worker = Worker(job, self)
-        worker.progress.connect(self._curve_point)
-        worker.failed.connect(self._failed)
-        worker.finished.connect(self._curve_finished)
-        self._curve_worker = worker
         self.curve_button.setEnabled(False)
         self.stop_button.setEnabled(True)
-        worker.start()
+        self._curve_worker = self.background.run(job, on_failed=self._failed, on_progress=self._curve_point,
+                                                 on_finished=self._curve_finished, what="graph worker")
         return True
 
     def _curve_point(self, curve: G.SmallWorldCurve) -> None:
@@ -292,7 +265,7 @@ class GraphPanel(AnalysisDock):
         if self._curve_worker is not None:
             self._curve_worker.cancel()
 
-    def _curve_finished(self) -> None:
+    def _curve_finished(self, task=None) -> None:
         self._curve_worker = None
         self.stop_button.setEnabled(False)
         self.curve_button.setEnabled(True)
@@ -300,15 +273,10 @@ class GraphPanel(AnalysisDock):
     def shutdown(self) -> None:
         """Cancel and wait for the workers (the window is closing)."""
         super().shutdown()
-        for worker in (self._curve_worker, self._measure_worker):
-            if worker is not None:
-                worker.cancel()
-        busy = self._measure_worker is not None or self._curve_worker is not None
-        if busy and _worker.started is not None:
+        self.background.cancel_all()
+        if self.background.busy and _worker.started is not None:
             _worker.started.kill()    # a long measurement in the process ends now; the thread then returns
-        for worker in (self._curve_worker, self._measure_worker):
-            if worker is not None:
-                worker.wait()
+        self.background.shutdown(wait=True)
 
     def closeEvent(self, event) -> None:
         self.shutdown()

@@ -18,8 +18,9 @@ from vispy import scene
 
 from latticelab.app import cell_readout, coarsening_panel, colour_key, graph_panel, help_menu, log_panel
 from latticelab.app import recording, signal_panel, spectral_panel, study_panel, undo, view_menu
-from latticelab.app.analysis_dock import AnalysisDock, DockPlacements, paint_only_when_shown, place_dock
+from latticelab.app.analysis_dock import AnalysisDock, DockPlacements, place_dock
 from latticelab.app.canvas_paints import draw_only_when_changed
+from latticelab.app.dock_canvas import paint_only_when_shown
 from latticelab.app.controls import ControlsPanel
 from latticelab.app.dock_host import RIGHT
 from latticelab.app.file_actions import FileActions, default_export_name

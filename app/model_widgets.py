@@ -1,7 +1,7 @@
 """The parameter-form widgets that belong to one model, registered with the form (app/form.py
 ``register_widget``) under the hint the model's schema declares. They live in app/ because sim/, where the
 models are, knows no Qt; each reads the model's values through its schema, never repeating its grammar.
-Importing this module registers them (app/form.py ``make_field`` does).
+Importing this module registers them (app/controls.py, which shows the models' forms, does).
 """
 from __future__ import annotations
 

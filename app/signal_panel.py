@@ -18,7 +18,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, class_has, info_label, install_dock,
-                                          labelled_steps, make_canvas, redraw)
+                                          labelled_steps, redraw)
 from latticelab.render.signal_plots import (EEG_COLOUR, PROBE_COLOUR, RATE_COLOURS, PeriodogramPlot,
                                             TimePlot)
 from latticelab.sim.analysis import qeeg

@@ -10,13 +10,17 @@ the job ships (sim/state.py ``state_of``) when cluster sizes are asked for.
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from dataclasses import dataclass
 
+from latticelab.app.stepping import ProcessGone, SharedProcess
 from latticelab.render.isosurface import display_mesh
 from latticelab.render.spectral import display_image
 from latticelab.sim.analysis import spectral
 from latticelab.sim.analysis.statistics import size_histogram
+
+log = logging.getLogger(__name__)
 
 
 def frozen_copy(model):
@@ -115,4 +119,28 @@ def compute_in_process(model, job: SpectrumJob, clusters: bool) -> SpectrumResul
 
 def mesh_in_process(model, volume, iso: float, method: str, max_faces: int | None):
     """A new iso value's mesh, in the worker process: (mesh, factor)."""
+    return display_mesh(volume, iso, method=method, max_faces=max_faces)
+
+
+_worker = SharedProcess("latticelab-spectrum")   # the dock's worker process, started by the first job that needs it
+
+
+def compute(job: SpectrumJob) -> SpectrumResult:
+    """The worker thread's part: the job in the worker process when it may go there (a NumPy model), else here
+    (also when the process cannot be had)."""
+    if job.elsewhere:
+        try:
+            return _worker.get().call(compute_in_process, job.state, for_process(job), job.state is not None)
+        except ProcessGone as exc:
+            log.warning("spectrum on a worker thread: %s", exc)
+    return compute_here(job)
+
+
+def remesh(volume, iso: float, method: str, max_faces: int | None):
+    """A new iso value's mesh of a host volume, (mesh, factor): in the worker process (the worker thread's
+    part), here if the process cannot be had."""
+    try:
+        return _worker.get().call(mesh_in_process, None, volume, iso, method, max_faces)
+    except ProcessGone as exc:
+        log.warning("iso-surface on a worker thread: %s", exc)
     return display_mesh(volume, iso, method=method, max_faces=max_faces)

@@ -38,7 +38,6 @@ dimension), the dock makes it a step per frame while its first spectrum computes
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import logging
 import time
 from pathlib import Path
@@ -50,10 +49,10 @@ from vispy import scene
 
 from latticelab.app.analysis_dock import info_label, make_canvas, on_screen, sized_steps
 from latticelab.app.dialogs import ask_save_path, choose_output
-from latticelab.app.spectral_jobs import (SpectrumJob, SpectrumResult, compute_here, compute_in_process, for_process,
-                                          frozen_copy, mesh_in_process)
+from latticelab.app.spectral_jobs import SpectrumJob, SpectrumResult, compute, frozen_copy, remesh
 from latticelab.app.staging import another_step_fits
-from latticelab.app.stepping import ModelAccess, ProcessGone, SharedProcess
+from latticelab.app.background import Background, Task
+from latticelab.app.stepping import ModelAccess
 from latticelab.render.gl_renderer import current_is_software
 from latticelab.render.isosurface import SpectrumIsoView
 from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps, with_font_manager
@@ -85,42 +84,12 @@ EXPORTS = {  # kind: (file dialog filter, suffix, button text)
 }
 
 
-_worker = SharedProcess("latticelab-spectrum")   # the dock's worker process, started by the first job that needs it
-
-
-def compute(job: SpectrumJob) -> SpectrumResult:
-    """The worker thread's part: the job in the worker process when it may go there (a NumPy model), else here
-    (also when the process cannot be had)."""
-    if job.elsewhere:
-        try:
-            return _worker.get().call(compute_in_process, job.state, for_process(job), job.state is not None)
-        except ProcessGone as exc:
-            log.warning("spectrum on a worker thread: %s", exc)
-    return compute_here(job)
-
-
-def remesh(volume, iso: float, method: str, max_faces: int | None):
-    """A new iso value's mesh of a host volume, (mesh, factor): in the worker process (the worker thread's
-    part), here if the process cannot be had."""
-    try:
-        return _worker.get().call(mesh_in_process, None, volume, iso, method, max_faces)
-    except ProcessGone as exc:
-        log.warning("iso-surface on a worker thread: %s", exc)
-    from latticelab.render.isosurface import display_mesh
-    return display_mesh(volume, iso, method=method, max_faces=max_faces)
-
-
 def _iso_caption(field_name: str, view) -> str:
     """What the 3D view shows, short enough for the narrow cell under it."""
     if view.edge_length is None:
         return f"|FFT| of {field_name}: no surface at iso {view.iso:.3f}"
     reduced = f", 1/{view.factor} res." if getattr(view, "factor", 1) > 1 else ""
     return f"|FFT| of {field_name}, box edge {view.edge_length:g}/L{reduced}"
-
-
-class _Delivery(QtCore.QObject):
-    """Carries a finished job's future from the worker thread to the GUI thread (a queued signal)."""
-    done = QtCore.Signal(object)
 
 
 class SpectralPanel(QtWidgets.QDockWidget):
@@ -148,19 +117,13 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self._spectrum_view = None
         self._field_name = "field"
         self._job: SpectrumJob | None = None
-        self._future = None
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spectrum")
-        self._delivery = _Delivery(self)
-        self._delivery.done.connect(self._delivered, QtCore.Qt.ConnectionType.QueuedConnection)
+        self._task: Task | None = None
+        self.background = Background(self, "spectrum")
         # new iso values of a large spectrum are meshed off the GUI thread, one at a time, the latest wins
-        self._mesh_executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="iso-mesh")
-        self._mesh_delivery = _Delivery(self)
-        self._mesh_delivery.done.connect(self._mesh_delivered, QtCore.Qt.ConnectionType.QueuedConnection)
+        self.mesh_background = Background(self, "iso-mesh")
         self._meshing = None          # (volume, iso) of the mesh being made, or None
         self._shown_iso = None        # the iso value of the mesh shown
         self.software_gl: bool | None = None   # known at the canvas's first draw
-        for executor in (self._executor, self._mesh_executor):
-            self.destroyed.connect(lambda *_, e=executor: e.shutdown(wait=False, cancel_futures=True))
         self._spectrum_ndim = None
         self._view_steps = None       # the steps left making the view for a new dimension while on screen
         self._pending: dict = {}      # the pieces of the last result not shown yet: name -> what shows it
@@ -320,12 +283,12 @@ class SpectralPanel(QtWidgets.QDockWidget):
         """``request`` and wait for the result (scripts and tests; the timer never waits). A job already in
         flight is finished first. Returns whether a new spectrum is shown."""
         if self._job is not None:
-            self._finish(self._job, self._future, at_once=True)
+            self._finish(self._job, self._task, at_once=True)
         job = self._make_job(force)
         if job is None:
             return False
-        future = self._start(job)
-        return self._finish(job, future, at_once=True)
+        task = self._start(job)
+        return self._finish(job, task, at_once=True)
 
     def _make_job(self, force: bool) -> SpectrumJob | None:
         """On the GUI thread: copy what the worker needs, or None when there is nothing to do."""
@@ -377,18 +340,10 @@ class SpectralPanel(QtWidgets.QDockWidget):
     def _start(self, job: SpectrumJob):
         self._job = job
         self.jobs_started += 1
-        future = self._executor.submit(compute, job)
-        self._future = future
-
-        def deliver(done, job=job):
-            try:
-                self._delivery.done.emit((job, done))
-            except RuntimeError:   # the panel is gone (window closed): nobody waits for the result
-                pass
-
-        future.add_done_callback(deliver)
+        self._task = self.background.run(lambda task: compute(job),
+                                         on_finished=lambda task, job=job: self._delivered((job, task)))
         QtCore.QTimer.singleShot(BUSY_AFTER_MS, lambda job=job: self._say_busy(job))
-        return future
+        return self._task
 
     def _say_busy(self, job) -> None:
         if self._job is job and self.status_bar is not None:
@@ -397,18 +352,18 @@ class SpectralPanel(QtWidgets.QDockWidget):
             self.info.setText(f"{BUSY_TEXT} (step {job.step})")
 
     def _delivered(self, payload) -> None:
-        job, future = payload
+        job, task = payload
         if job is self._job:      # not already taken by a waiting ``refresh``
-            self._finish(job, future)
+            self._finish(job, task)
 
-    def _finish(self, job: SpectrumJob, future, at_once: bool = False) -> bool:
+    def _finish(self, job: SpectrumJob, task: Task, at_once: bool = False) -> bool:
         """On the GUI thread: draw the job's result (waiting for it if need be) unless it is out of date."""
         try:
-            result = future.result()
+            result = task.result()
             error = None
         except Exception as exc:
             result, error = None, exc
-        self._job = self._future = None
+        self._job = self._task = None
         if self.status_bar is not None and self.status_bar.currentMessage() == BUSY_TEXT:
             self.status_bar.clearMessage()
         if error is not None:
@@ -665,18 +620,12 @@ class SpectralPanel(QtWidgets.QDockWidget):
     def _start_mesh(self, volume, iso: float) -> None:
         view = self._spectrum_view
         self._meshing = (volume, iso)
-        future = self._mesh_executor.submit(remesh, volume, iso, view.method, view.max_faces)
-
-        def deliver(done, key=self._meshing):
-            try:
-                self._mesh_delivery.done.emit((key, done))
-            except RuntimeError:   # the panel is gone
-                pass
-
-        future.add_done_callback(deliver)
+        method, max_faces = view.method, view.max_faces
+        self.mesh_background.run(lambda task: remesh(volume, iso, method, max_faces),
+                                 on_finished=lambda task, key=self._meshing: self._mesh_delivered((key, task)))
 
     def _mesh_delivered(self, payload) -> None:
-        (volume, iso), future = payload
+        (volume, iso), task = payload
         self._meshing = None
         view = self._spectrum_view
         if not isinstance(view, SpectrumIsoView) or view.volume is None:
@@ -686,7 +635,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
                 self._start_mesh(view.volume, view.iso)
             return
         try:
-            mesh, factor = future.result()
+            mesh, factor = task.result()
         except Exception as exc:
             self.last_error = f"iso-surface failed: {type(exc).__name__}: {exc}"
             log.error("iso surface", exc_info=exc)

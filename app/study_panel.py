@@ -29,7 +29,7 @@ from pathlib import Path
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.analysis_dock import RIGHT, AnalysisDock, install_dock, labelled_steps, make_canvas, redraw
-from latticelab.app.graph_panel import Worker
+from latticelab.app.background import Background, Task
 from latticelab.render.plots import one_font_manager, with_font_manager
 from latticelab.render.study_plots import QUANTITIES, StudyPlot
 from latticelab.sim.io import OutputError, free_path, write_atomic
@@ -334,9 +334,9 @@ class StudyPanel(AnalysisDock):
         self.state = "idle"
         self.progress = SweepProgress()
         self._sweep: SweepThread | None = None
-        self._analysis: Worker | None = None     # the live analysis running now
+        self._analysis: Task | None = None       # the live analysis running now
         self._analysis_wanted = False             # rows came in meanwhile: analyse again when it is done
-        self._workers: set[Worker] = set()
+        self.background = Background(self, "latticelab-study-analysis")
         self._generation = 0                      # bumped by each new study or table: older results are dropped
         self._start()
         self.tick = QtCore.QTimer(self, interval=500)
@@ -610,8 +610,7 @@ class StudyPanel(AnalysisDock):
         if self._sweep is not None:
             self._sweep.control.cancel()
             self._sweep.wait()
-        for worker in list(self._workers):
-            worker.wait()
+        self.background.shutdown(wait=True)
 
     # ---- results ---------------------------------------------------------------------------------------------------
     def open_results(self, path) -> bool:
@@ -631,7 +630,7 @@ class StudyPanel(AnalysisDock):
         self.progress = SweepProgress()
         self._message(f"reading {path} …")
 
-        def job(emit, cancelled):
+        def job(task):
             from latticelab.sim.studies.tc import load_rows
             rows = load_rows(path)
             check_table_rows(path, rows)
@@ -654,24 +653,19 @@ class StudyPanel(AnalysisDock):
             return
         self._analysis_wanted = False
         rows = list(self.rows)
-        self._analysis = self._start_worker(lambda emit, cancelled: summarise(rows), self._show_summary,
+        self._analysis = self._start_worker(lambda task: summarise(rows), self._show_summary,
                                             "analysis failed")
 
-    def _start_worker(self, job, on_done, failure: str) -> Worker:
-        """Run ``job`` in a worker thread; its result goes to ``on_done`` unless a newer study or table
-        was started meanwhile."""
+    def _start_worker(self, job, on_done, failure: str) -> Task:
+        """Run ``job`` in a worker thread (app/background.py); its result goes to ``on_done`` unless a newer
+        study or table was started meanwhile."""
         generation = self._generation
-        worker = Worker(job, self)
-        worker.done.connect(lambda result: generation == self._generation and on_done(result))
-        worker.failed.connect(lambda text: generation == self._generation
-                              and self._message(f"{failure}: {text}", error=True))
-        worker.finished.connect(lambda: self._worker_finished(worker))
-        self._workers.add(worker)
-        worker.start()
-        return worker
+        return self.background.run(job, lambda result: generation == self._generation and on_done(result),
+                                   lambda text: generation == self._generation
+                                   and self._message(f"{failure}: {text}", error=True),
+                                   on_finished=self._worker_finished, what="study analysis")
 
     def _worker_finished(self, worker) -> None:
-        self._workers.discard(worker)
         if self._analysis is worker:
             self._analysis = None
             if self._analysis_wanted:

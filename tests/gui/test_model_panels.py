@@ -69,8 +69,8 @@ def test_signal_dock_first_shown_lays_its_grids_out_over_paints_then_draws_the_w
     with a budget that is spread over paints too, a grid or more per paint, before the picture is drawn a region
     or more per paint; what ends on screen is what a whole draw gives."""
     from gui_helpers import on_screen
-    from latticelab.app import analysis_dock
-    monkeypatch.setattr(analysis_dock, "DOCK_DRAW_BUDGET_S", 0.0)    # one grid, then one region, per paint
+    from latticelab.app import dock_canvas
+    monkeypatch.setattr(dock_canvas, "DOCK_DRAW_BUDGET_S", 0.0)    # one grid, then one region, per paint
     window = cortex_window(make_window, qtbot)
     canvas = window.signal_panel.canvas
     kinds = []
