@@ -60,6 +60,7 @@ class Background(QtCore.QObject):
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
         self._delivery.connect(self._run_delivered, QtCore.Qt.ConnectionType.QueuedConnection)
         self.tasks: set[Task] = set()       # not finished yet
+        self.closed = False                 # ``shutdown`` was called: new jobs are not run
         self.destroyed.connect(lambda *_, e=self._executor: e.shutdown(wait=False, cancel_futures=True))
 
     @property
@@ -73,6 +74,10 @@ class Background(QtCore.QObject):
         logged as ``what`` and handed to ``on_failed`` as "ExceptionName: message"; given neither ``on_done`` nor
         ``on_failed``, ``on_finished`` takes the outcome from ``task.result()``."""
         task = Task(self, on_progress)
+        if self.closed:                     # the dock is shutting down: the job is dropped, said in the log
+            log.info("%s not started: the dock is closed", what)
+            task.cancel()
+            return task
         self.tasks.add(task)
 
         def delivered() -> None:
@@ -116,6 +121,8 @@ class Background(QtCore.QObject):
             task.cancel()
 
     def shutdown(self, wait: bool = False) -> None:
-        """Cancel every job; with ``wait``, block until the one running returns (the window is closing)."""
+        """Cancel every job, and run no new one; with ``wait``, block until the one running returns (the window
+        is closing)."""
+        self.closed = True
         self.cancel_all()
         self._executor.shutdown(wait=wait, cancel_futures=True)
