@@ -36,7 +36,8 @@ class FrameLoop:
     def __init__(self, window):
         self.window = window
         self.timer = QtCore.QTimer(window, interval=FRAME_INTERVAL_MS, timerType=QtCore.Qt.TimerType.PreciseTimer)
-        self.timer.timeout.connect(self.frame)
+        # looked up at each tick, so that a wrapper set on the instance (bench/frame_phases.py) is what runs
+        self.timer.timeout.connect(lambda: self.frame())
         self.stepper = BackgroundStepper()   # steps longer than a frame (CPU) run on a worker thread
         self.pacer = DevicePacer()           # device frames: seconds of steps per frame (app/pacing.py)
         self.plot_pacer = PlotPacer()        # how often the live plots refresh (app/pacing.py)

@@ -3,9 +3,9 @@
 The window reaches about 45% of the headless sweep rate on the H100 (bench/results/window-H100.json) with a
 median frame of 19 ms. Whether the host waits for the device (the runner's collect), draws slowly, or spends
 the time between ticks in Qt decides what to change, so the adaptive run records, per tick: the whole
-``_frame`` call, its view refresh (the texture written through the interop), the runner's wait for the last
+``frame`` call (app/frame_loop.py), its view refresh (the texture written through the interop), the runner's wait for the last
 batch, the launch of the next one, the plots and status at the frame's end, and the lattice and plot canvases'
-paints (which run after ``_frame``, in Qt's paint events). Wrapping is by instance attributes, so only the
+paints (which run after ``frame``, in Qt's paint events). Wrapping is by instance attributes, so only the
 measured window is affected, and ``remove`` puts everything back.
 """
 from __future__ import annotations
@@ -27,9 +27,9 @@ class FramePhases:
 
     def install(self) -> "FramePhases":
         w = self.window
-        self._wrap(w, "_frame", "frame (whole tick)")
-        self._wrap(w, "_refresh_view", "view refresh")
-        self._wrap(w, "_frame_end", "plots and status")
+        self._wrap(w.frames, "frame", "frame (whole tick)")
+        self._wrap(w.frames, "refresh_view", "view refresh")
+        self._wrap(w.frames, "frame_end", "plots and status")
         self._wrap(w.runner, "collect", "wait for the last batch")
         self._wrap(w.runner, "advance", "advance (wait + launch)")
         self._time_draws(w.lattice_canvas, "lattice paint")
@@ -85,7 +85,7 @@ class FramePhases:
 
     def per_frame_ms(self) -> dict:
         """Mean ms per tick of each part, with how many times it ran; 'between ticks' is the period not spent
-        in ``_frame`` (Qt's events and the paints)."""
+        in ``frame`` (Qt's events and the paints)."""
         ticks = max(1, self.counts["frame (whole tick)"])
         out = {label: {"ms_per_tick": 1000 * total / ticks, "calls": self.counts[label]}
                for label, total in self.totals.items()}

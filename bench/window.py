@@ -110,7 +110,7 @@ def timed_switch(window, probe, label: str, change, after: float = 0.5) -> dict:
     """Request a change (``change()``), wait until the new model runs, let it run ``after`` seconds more; the
     longest gaps between frame ticks and lattice draws over all of that, in ms."""
     since = time.perf_counter()
-    swap_before = getattr(window, "last_swap", None)
+    swap_before = window.lifecycle.last_swap
     change()
     ready = time.perf_counter() - since + settle(window)
     wait_events(after)
@@ -133,10 +133,10 @@ def timed_switch(window, probe, label: str, change, after: float = 0.5) -> dict:
 
 def swap_split(window, swap_before=None) -> dict:
     """Where the switch's GUI-thread time went: the swap's parts (title, controls, plots, view, plot data,
-    status; app/main_window.py: last_swap) and the making ahead of the new model's form and plots, a slice per
+    status; app/model_lifecycle.py: last_swap) and the making ahead of the new model's form and plots, a slice per
     frame (app/staging.py): how many steps and slices, and the longest step with what it made."""
     staging = getattr(window, "staging", None)
-    parts = getattr(window, "last_swap", {}) or {}
+    parts = window.lifecycle.last_swap or {}
     new = parts is not swap_before       # ``swap_before``: the window's last_swap before the change
     out = {"swap_ms": {k: 1000 * v for k, v in parts.items()} if new else {},
            "swap_total_ms": 1000 * sum(parts.values()) if new else 0.0}

@@ -87,11 +87,12 @@ class Tracer:
         self.wrap(CapabilityDock, "refresh", lambda d: f"refresh {d.objectName()}")
         # the frame tick's parts, on the classes: the timer is connected to the bound method when the window
         # is made, so an instance attribute set afterwards would never be called
-        from latticelab.app.main_window import MainWindow
+        from latticelab.app.frame_loop import FrameLoop
+        from latticelab.app.status_bar import StatusBar
         from latticelab.sim.runner import Runner
-        self.wrap(MainWindow, "_frame", "frame tick")
-        self.wrap(MainWindow, "_refresh_view", "view refresh")
-        self.wrap(MainWindow, "_update_status", "status bar")
+        self.wrap(FrameLoop, "frame", "frame tick")
+        self.wrap(FrameLoop, "refresh_view", "view refresh")
+        self.wrap(StatusBar, "update", "status bar")
         self.wrap(Runner, "advance", lambda r: f"advance ({type(r.model).__name__})")
         self.wrap(Runner, "collect", "collect observables")
         # what a dock's refresh does (each subclass's own methods, named after the dock)
@@ -103,8 +104,8 @@ class Tracer:
         gc.callbacks.append(self._gc)
 
     def install_window(self, window) -> None:
-        self.wrap(window, "_poll_preparation", "poll/swap")
-        self.wrap(window, "_update_plots", "live plots update")
+        self.wrap(window.lifecycle, "poll_preparation", "poll/swap")
+        self.wrap(window.frames, "update_plots", "live plots update")
         staging = window.staging
         original = staging.run_slice
         tracer = self
