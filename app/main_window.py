@@ -1134,6 +1134,10 @@ class MainWindow(QtWidgets.QMainWindow):
         if what == "cells":
             return self._cells_image()
         if what == "window":
+            # the layouts asked for by texts that grew since the last pass of the event loop, done first: after a
+            # frame of many steps (Steps / frame auto, a CUDA window's default) the status bar's label still had
+            # the width of "step 0" and a scripted screenshot read "step 3" for step 300 (issue 41)
+            QtWidgets.QApplication.sendPostedEvents(None, QtCore.QEvent.Type.LayoutRequest)
             self._complete_cached_pictures()
             image = self.grab().toImage().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
             width, height = image.width(), image.height()

@@ -1,0 +1,42 @@
+"""What a new user tripped on in the window (issue 41, the window items), each driven through the real window
+under Xvfb."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
+
+from latticelab.app.settings import AUTO_STEPS  # noqa: E402
+
+
+def _rgb(image: QtGui.QImage) -> np.ndarray:
+    image = image.convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+    width, height = image.width(), image.height()
+    raw = np.frombuffer(image.constBits(), np.uint8).reshape(height, image.bytesPerLine())
+    return raw[:, :width * 4].reshape(height, width, 4)[..., :3].astype(int).copy()
+
+
+# ---- 11: a scripted screenshot shows the window as it is once the requested steps are done ---------------------
+def test_a_whole_window_screenshot_after_many_steps_a_frame_shows_the_final_step_count(make_window, qtbot):
+    """With Steps / frame auto (a CUDA window's default) the step count jumps from 0 to 300 in one frame; the status
+    bar's label had not been laid out for its longer text when the picture was taken, and showed "step 3"."""
+    window = make_window(model="cahn-hilliard", L=32)
+    window.controls.steps_per_frame.setValue(AUTO_STEPS)
+    shots = []
+    window.run_steps(300, then=lambda: shots.append(window.capture("window")))
+    qtbot.waitUntil(lambda: bool(shots), timeout=60000)
+    assert window.model.step_count == 300
+    label = window.status_labels["step"]
+    assert label.text() == "step 300"
+    qtbot.wait(100)    # whatever layout was pending is done now: the label as it is drawn
+    shown = _rgb(label.grab().toImage())
+    corner = label.mapTo(window, QtCore.QPoint(0, 0))
+    ratio = label.devicePixelRatioF()
+    x, y = round(corner.x() * ratio), round(corner.y() * ratio)
+    height, width = shown.shape[:2]
+    in_screenshot = shots[0][y:y + height, x:x + width, :3].astype(int)
+    assert np.abs(in_screenshot - shown).max() <= 8, "the screenshot's status bar is not the label's final text"
