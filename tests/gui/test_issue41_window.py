@@ -40,3 +40,28 @@ def test_a_whole_window_screenshot_after_many_steps_a_frame_shows_the_final_step
     height, width = shown.shape[:2]
     in_screenshot = shots[0][y:y + height, x:x + width, :3].astype(int)
     assert np.abs(in_screenshot - shown).max() <= 8, "the screenshot's status bar is not the label's final text"
+
+
+# ---- 19: a peel restored from the settings is drawn from the first frame --------------------------------------
+def test_a_restored_peel_is_drawn_from_the_start(make_window, tmp_path):
+    from gui_helpers import cell_centres_2d, expected_rgb, pixels_at
+
+    settings = tmp_path / "peeled.ini"
+    settings.write_text("[view]\npeel=3\n")
+    L = 8
+    window = make_window(settings_file=settings, dim=3, L=L, T=4.0)
+    assert window.controls.peel.value() == 3
+    z, y, x = np.indices((L, L, L))      # layer z is up in column x == z only: the top layer names itself
+    window.runner.model.spins = window.runner.model.xp.asarray(np.where(x == z, 1, -1).astype(np.int8))
+    window.runner.highlight = None
+    window.runner.state_version += 1
+    window._refresh_view()
+    camera = window.field_view.camera_3d
+    camera.fov, camera.elevation, camera.azimuth = 0.0, 90.0, 0.0     # orthographic, looking down z
+    window.field_view.reset_camera()
+    top = L - 3
+    image = window.capture("view")
+    colours = pixels_at(image, window.field_view.world_to_canvas(cell_centres_2d(L, z=top)))
+    expected = np.where(np.indices((L, L))[1] == top - 1, 1, 0)
+    np.testing.assert_array_equal(colours, expected_rgb(expected))
+
