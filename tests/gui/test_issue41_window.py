@@ -65,3 +65,32 @@ def test_a_restored_peel_is_drawn_from_the_start(make_window, tmp_path):
     expected = np.where(np.indices((L, L))[1] == top - 1, 1, 0)
     np.testing.assert_array_equal(colours, expected_rgb(expected))
 
+
+# ---- 21: the step shortcut leaves keys to the focused input widget ----------------------------------------------
+def test_right_and_space_go_to_the_focused_slider_or_button_not_to_the_step_shortcut(make_window, qtbot):
+    from gui_helpers import activate
+    from PySide6.QtTest import QTest
+
+    window = make_window(dim=3, L=8, T=4.0)
+    activate(qtbot, window)
+    slider = window.controls.peel
+    slider.setFocus()
+    qtbot.waitUntil(slider.hasFocus, timeout=5000)
+    before = window.model.step_count
+    QTest.keyClick(slider, QtCore.Qt.Key.Key_Right)
+    qtbot.wait(100)
+    assert slider.value() == 1, "the slider did not get the Right key"
+    assert window.model.step_count == before, "the Right key stepped the model while the slider had focus"
+
+    box = window.controls.unfold
+    box.setFocus()
+    qtbot.waitUntil(box.hasFocus, timeout=5000)
+    QTest.keyClick(box, QtCore.Qt.Key.Key_Space)
+    qtbot.wait(100)
+    assert box.isChecked(), "the check box did not get the Space key"
+    assert window.model.step_count == before, "the Space key stepped the model while a check box had focus"
+
+    window.lattice_canvas.native.setFocus()           # over the lattice the keys step, as before
+    qtbot.waitUntil(window.lattice_canvas.native.hasFocus, timeout=5000)
+    QTest.keyClick(window.lattice_canvas.native, QtCore.Qt.Key.Key_Right)
+    qtbot.waitUntil(lambda: window.model.step_count == before + 1, timeout=10000)
