@@ -94,3 +94,39 @@ def test_right_and_space_go_to_the_focused_slider_or_button_not_to_the_step_shor
     qtbot.waitUntil(window.lattice_canvas.native.hasFocus, timeout=5000)
     QTest.keyClick(window.lattice_canvas.native, QtCore.Qt.Key.Key_Right)
     qtbot.waitUntil(lambda: window.model.step_count == before + 1, timeout=10000)
+
+
+# ---- 16: the wheel over the Controls form scrolls it --------------------------------------------------------
+def _wheel(widget, down: bool = True) -> None:
+    centre = QtCore.QPointF(widget.width() / 2, widget.height() / 2)
+    angle = QtCore.QPoint(0, -120 if down else 120)
+    event = QtGui.QWheelEvent(centre, widget.mapToGlobal(centre), QtCore.QPoint(0, 0), angle,
+                              QtCore.Qt.MouseButton.NoButton, QtCore.Qt.KeyboardModifier.NoModifier,
+                              QtCore.Qt.ScrollPhase.NoScrollPhase, False)
+    QtWidgets.QApplication.sendEvent(widget, event)
+
+
+def test_the_wheel_over_the_form_scrolls_it_and_changes_a_box_only_once_it_has_focus(make_window, qtbot):
+    from gui_helpers import activate
+
+    window = make_window(model="cahn-hilliard", L=32, size=(1100, 480))   # short: the form scrolls
+    activate(qtbot, window)
+    combo = window.controls.field("time_step").combo
+    scroll = window.control_dock.widget().verticalScrollBar()
+    assert scroll.maximum() > 0, "the form fits: nothing to scroll"
+    before, position = combo.currentText(), scroll.value()
+    _wheel(combo)
+    qtbot.wait(50)
+    assert combo.currentText() == before, "a wheel turn over an unfocused box changed it"
+    assert window.runner.params.time_step == before
+    assert scroll.value() > position, "the wheel turn did not scroll the form"
+
+    steps = window.controls.steps_per_frame        # the Running box's spin box too
+    value = steps.value()
+    _wheel(steps, down=False)
+    assert steps.value() == value
+
+    combo.setFocus()                               # clicked or tabbed to: the wheel changes it
+    qtbot.waitUntil(combo.hasFocus, timeout=5000)
+    _wheel(combo)
+    qtbot.waitUntil(lambda: combo.currentText() != before, timeout=5000)
