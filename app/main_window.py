@@ -56,6 +56,7 @@ STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many fra
 STAGE_AHEAD_AFTER_S = 2.0    # the other models' forms and plots are made ahead from this long after start-up
 PLOT_DRAW_BUDGET_S = 0.006   # a paint draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
+LONG_BATCH_S = 1.0           # running, a batch of background steps this long is named in the status bar
 # the live plots' history keeps at most this many samples of a frame's steps (sim/runner.py thin): with Steps / frame
 # auto a CUDA frame takes some 500 sweeps of a 4096^2 lattice, and its 1000 samples covered the last two frames
 PLOT_SAMPLES_PER_FRAME = 4
@@ -895,7 +896,6 @@ class MainWindow(QtWidgets.QMainWindow):
                     self.field_view.before_step()
                 if wants_background(self.model, self.runner.seconds_per_step, FRAME_BUDGET_S):
                     self.stepper.start(self.model, self.runner.steps_for(limit, budget))
-                    self._show_background_work()
                 else:
                     stepping = time.perf_counter()
                     steps = 0
@@ -1001,7 +1001,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self._stop_on_error(f"the steps failed: {type(exc).__name__}: {exc}")
             done = None
         if done is None and self.stepper.busy:
-            self._show_background_work()
+            self._show_background_work_if_due()
             return
         if done is not None:
             model, batch, seconds = done
@@ -1009,6 +1009,8 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.runner.commit(batch, seconds)
                 self._counters["steps"] += batch.steps
         self._after_steps()
+        if not self.running:
+            self._update_status()     # "paused" again, and the new step count, once the step is in
         self._run_deferred()
         self._run_model_free()
 
@@ -1034,6 +1036,13 @@ class MainWindow(QtWidgets.QMainWindow):
         waiting, self._deferred = self._deferred, []
         for action in waiting:
             action()
+
+    def _show_background_work_if_due(self) -> None:
+        """Say what the worker computes: paused (a step asked for), at once; running, only once its batch has
+        taken LONG_BATCH_S (until then the status shows steps/s: it showed "computing 1 step" all the time while
+        Swendsen-Wang ran, whose every batch goes to the worker)."""
+        if self.stepper.busy and (not self.running or self.stepper.elapsed() >= LONG_BATCH_S):
+            self._show_background_work()
 
     def _show_background_work(self) -> None:
         label = self.status_labels["steps_per_s"]
@@ -1119,8 +1128,7 @@ class MainWindow(QtWidgets.QMainWindow):
         else:
             labels["steps_per_s"].setText("paused")
             labels["frames_per_s"].setText("")
-        if self.stepper.busy:
-            self._show_background_work()
+        self._show_background_work_if_due()
         if self.preparer.busy:
             labels["lattice"].setText(f"preparing {self.preparer.what} ({self.preparer.elapsed():.1f} s)...")
         self._counters.update(steps=0, frames=0, t=now)

@@ -130,3 +130,35 @@ def test_the_wheel_over_the_form_scrolls_it_and_changes_a_box_only_once_it_has_f
     qtbot.waitUntil(combo.hasFocus, timeout=5000)
     _wheel(combo)
     qtbot.waitUntil(lambda: combo.currentText() != before, timeout=5000)
+
+
+# ---- 17: the status bar after steps computed in the background -------------------------------------------------
+def test_the_status_says_paused_once_a_background_step_is_in_and_steps_per_s_while_running(
+        make_window, qtbot, monkeypatch):
+    from latticelab.app import main_window as main_window_module
+    monkeypatch.setattr(main_window_module, "wants_background", lambda *args: True)   # every batch on the worker
+    window = make_window(L=16, T=2.0)
+    label = window.status_labels["steps_per_s"]
+    window.step_once()
+    assert window.stepper.busy and "computing 1 step" in label.text()
+    qtbot.waitUntil(lambda: not window.stepper.busy and window.model.step_count == 1, timeout=30000)
+    qtbot.wait(100)
+    assert label.text() == "paused", "the status still names the step computed in the background"
+
+    # running, each batch short: the status shows steps/s, not the batch in flight (however slow the machine,
+    # no batch counts as long here)
+    monkeypatch.setattr(main_window_module, "LONG_BATCH_S", 1e9)
+    shown = []
+    record = lambda: shown.append(label.text())   # noqa: E731
+    window.timer.timeout.connect(record)
+    window.set_running(True)
+    try:
+        qtbot.waitUntil(lambda: window.model.step_count >= 6 and any("steps/s" in t for t in shown),
+                        timeout=60000)
+    finally:
+        window.set_running(False)
+        window.timer.timeout.disconnect(record)
+    assert not [t for t in shown if "computing" in t], sorted(set(shown))
+    qtbot.waitUntil(lambda: not window.stepper.busy, timeout=30000)
+    qtbot.wait(100)
+    assert label.text() == "paused"
