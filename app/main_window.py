@@ -72,6 +72,8 @@ EXPORT_KINDS = {
 
 
 class MainWindow(QtWidgets.QMainWindow):
+    modelChanged = QtCore.Signal()    # another model is shown (a switch, a rebuild, a reset, a loaded state)
+
     def __init__(self, model: str, parameters: ModelParams | dict | None = None,
                  preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto"):
         protect_singletons()
@@ -797,6 +799,7 @@ class MainWindow(QtWidgets.QMainWindow):
         done("status")
         self.last_swap = parts
         self._swapped_at = time.perf_counter()
+        self.modelChanged.emit()
 
     def _make_plots(self, model_class) -> None:
         """Show ``model_class``'s plots: those made before (or ahead, ``_stage``), else new ones."""

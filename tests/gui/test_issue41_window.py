@@ -162,3 +162,32 @@ def test_the_status_says_paused_once_a_background_step_is_in_and_steps_per_s_whi
     qtbot.waitUntil(lambda: not window.stepper.busy, timeout=30000)
     qtbot.wait(100)
     assert label.text() == "paused"
+
+
+# ---- 20: the Graph tab forgets the previous model at a switch --------------------------------------------------
+def test_the_graph_tab_shows_computing_not_the_previous_models_graph_after_a_switch(make_window, qtbot):
+    from latticelab.app.graph_panel import COMPUTING_TEXT, GraphPanel
+
+    window = make_window(L=16, p=0.0, seed=2)
+    panel = window.findChild(GraphPanel)
+    panel.show()
+    panel.raise_()
+    panel.refresh(force=True)
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
+    assert "256 vertices" in panel.info.text() and panel.degree_plot.data is not None
+    panel.refresh(force=True)          # a measurement of the Ising graph in flight when the model goes
+    assert window.switch_model("cortex")
+    assert window.model.name == "cortex"
+    assert panel.info.text() == COMPUTING_TEXT
+    assert panel.degree_plot.data is None, "the previous model's degree histogram is still drawn"
+    shown = []
+    record = lambda: shown.append(panel.info.text())   # noqa: E731
+    timer = QtCore.QTimer(interval=20)
+    timer.timeout.connect(record)
+    timer.start()
+    try:
+        qtbot.wait(3000)                # the Ising measurement in flight has ended meanwhile; its result is not shown
+    finally:
+        timer.stop()
+    assert not [t for t in shown if "256 vertices" in t]
+    assert panel.result is None or panel.result["n"] == 128 * 128
