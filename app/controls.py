@@ -12,6 +12,7 @@ from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.form import ParameterForm
 from latticelab.app import model_widgets  # noqa: F401  (the models' own form widgets, registered on import)
+from latticelab.app.wheel_guard import scroll_unless_focused
 from latticelab.app.settings import SCHEMA as SETTINGS_SCHEMA
 from latticelab.app.settings import AUTO_STEPS, MAX_STEPS_PER_FRAME, default_steps_per_frame
 from latticelab.sim.model import Model
@@ -77,6 +78,7 @@ class ControlsPanel(QtWidgets.QWidget):
         for box in (self.highlight, self.show_links, self.unfold):
             box.toggled.connect(lambda _: self.viewChanged.emit())
         self.peel.valueChanged.connect(self._peel_moved)
+        scroll_unless_focused(self)     # the wheel scrolls the panel unless a box has the focus
 
     # ---- the model's part --------------------------------------------------------------------------
     def set_model(self, model_class: type[Model]) -> None:
@@ -92,6 +94,7 @@ class ControlsPanel(QtWidgets.QWidget):
             return
         form = self._forms.get(schema) or self._new_form(schema)
         form.finish()
+        scroll_unless_focused(form)
         if self.form is not None:
             self.form.hide()
         self.form = form

@@ -32,6 +32,7 @@ class DockHost(Protocol):
     def model_preparing(self) -> bool: ...             # a new model is being built on a worker
     def settling(self) -> bool: ...                    # a model change under way or just shown
     def run_steps(self, n: int, then: Callable[[], object] | None = None) -> None: ...
+    modelChanged: QtCore.SignalInstance   # another model is shown (a switch, a rebuild, a reset, a loaded state)
 
     # ---- the views ---------------------------------------------------------------------------
     field_view: object             # render/field_view.py FieldView of the lattice

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from PySide6 import QtGui, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from latticelab.app.dialogs import ask_save_path, choose_output
 from latticelab.render import palette
@@ -36,6 +36,10 @@ def default_export_name(model) -> str:
 
 def window_image(window: QtWidgets.QWidget) -> np.ndarray:
     """The whole window as RGBA uint8, the cached canvases' pictures completed first."""
+    # the layouts asked for by texts that grew since the last pass of the event loop, done first: after a frame
+    # of many steps (Steps / frame auto, a CUDA window's default) the status bar's label still had the width of
+    # "step 0" and a scripted screenshot read "step 3" for step 300 (issue 41)
+    QtWidgets.QApplication.sendPostedEvents(None, QtCore.QEvent.Type.LayoutRequest)
     complete_cached_pictures(window)
     image = window.grab().toImage().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
     width, height = image.width(), image.height()

@@ -119,7 +119,6 @@ class FrameLoop:
                 window.field_view.before_step()
             if wants_background(self.model, window.runner.seconds_per_step, FRAME_BUDGET_S):
                 self.stepper.start(self.model, window.runner.steps_for(limit, budget))
-                window.status.show_background_work()
             else:
                 stepping = time.perf_counter()
                 steps = 0
@@ -217,7 +216,7 @@ class FrameLoop:
             self.stop_on_error(f"the steps failed: {type(exc).__name__}: {exc}")
             done = None
         if done is None and self.stepper.busy:
-            self.window.status.show_background_work()
+            self.window.status.show_background_work_if_due()
             return
         if done is not None:
             model, batch, seconds = done
@@ -225,6 +224,8 @@ class FrameLoop:
                 self.window.runner.commit(batch, seconds)
                 self.counters["steps"] += batch.steps
         self.after_steps()
+        if not self.window.running:
+            self.window.status.update()     # "paused" again, and the new step count, once the step is in
         self.run_deferred()
         self._run_model_free()
 

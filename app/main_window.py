@@ -16,7 +16,7 @@ import sys
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
-from latticelab.app import cell_readout, coarsening_panel, colour_key, graph_panel, help_menu, log_panel
+from latticelab.app import cell_readout, coarsening_panel, colour_key, graph_panel, help_menu, input_keys, log_panel
 from latticelab.app import recording, signal_panel, spectral_panel, study_panel, undo, view_menu
 from latticelab.app.analysis_dock import AnalysisDock, DockPlacements, place_dock
 from latticelab.app.canvas_paints import draw_only_when_changed
@@ -47,6 +47,8 @@ PLOT_SAMPLES_PER_FRAME = 4
 
 
 class MainWindow(QtWidgets.QMainWindow):
+    modelChanged = QtCore.Signal()    # another model is shown (a switch, a rebuild, a reset, a loaded state)
+
     def __init__(self, model: str, parameters: ModelParams | dict | None = None,
                  preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto"):
         protect_singletons()
@@ -173,6 +175,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.colour_key = colour_key.install(self)           # colour key over the lattice; after the View menu
         self.legend_overlay, self.legend_action = self.colour_key.overlay, self.colour_key.action
         self.hover_readout = cell_readout.install(self)      # status bar: the cell or plot sample under the mouse
+        self.input_keys = input_keys.install(self)   # one-key shortcuts leave their keys to a focused input widget
         self.lifecycle.docks_ahead = self.findChildren(AnalysisDock)   # their first shows prepared ahead
 
     # ==== what the docks are offered (app/dock_host.py) =========================================

@@ -382,6 +382,7 @@ class ModelLifecycle:
         done("status")
         self.last_swap = parts
         self._swapped_at = time.perf_counter()
+        window.modelChanged.emit()
 
     def make_plots(self, model_class) -> None:
         """Show ``model_class``'s plots: those made before (or ahead, ``stage``), else new ones."""

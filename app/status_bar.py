@@ -9,6 +9,7 @@ import time
 from PySide6 import QtWidgets
 
 KEYS = ("backend", "lattice", "step", "steps_per_s", "frames_per_s")
+LONG_BATCH_S = 1.0           # running, a batch of background steps this long is named in the status bar
 
 
 def describe_lattice(model) -> str:
@@ -48,11 +49,18 @@ class StatusBar:
         else:
             labels["steps_per_s"].setText("paused")
             labels["frames_per_s"].setText("")
-        if frames.stepper.busy:
-            self.show_background_work()
+        self.show_background_work_if_due()
         if life.preparer.busy:
             labels["lattice"].setText(f"preparing {life.preparer.what} ({life.preparer.elapsed():.1f} s)...")
         frames.restart_counters()
+
+    def show_background_work_if_due(self) -> None:
+        """Say what the worker computes: paused (a step asked for), at once; running, only once its batch has
+        taken LONG_BATCH_S (until then the status shows steps/s: it showed "computing 1 step" all the time while
+        Swendsen-Wang ran, whose every batch goes to the worker)."""
+        stepper = self.window.frames.stepper
+        if stepper.busy and (not self.window.running or stepper.elapsed() >= LONG_BATCH_S):
+            self.show_background_work()
 
     def show_background_work(self) -> None:
         stepper = self.window.frames.stepper

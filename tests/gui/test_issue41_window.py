@@ -1,0 +1,193 @@
+"""What a new user tripped on in the window (issue 41, the window items), each driven through the real window
+under Xvfb."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
+
+from latticelab.app.settings import AUTO_STEPS  # noqa: E402
+
+
+def _rgb(image: QtGui.QImage) -> np.ndarray:
+    image = image.convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+    width, height = image.width(), image.height()
+    raw = np.frombuffer(image.constBits(), np.uint8).reshape(height, image.bytesPerLine())
+    return raw[:, :width * 4].reshape(height, width, 4)[..., :3].astype(int).copy()
+
+
+# ---- 11: a scripted screenshot shows the window as it is once the requested steps are done ---------------------
+def test_a_whole_window_screenshot_after_many_steps_a_frame_shows_the_final_step_count(make_window, qtbot):
+    """With Steps / frame auto (a CUDA window's default) the step count jumps from 0 to 300 in one frame; the status
+    bar's label had not been laid out for its longer text when the picture was taken, and showed "step 3"."""
+    window = make_window(model="cahn-hilliard", L=32)
+    window.controls.steps_per_frame.setValue(AUTO_STEPS)
+    shots = []
+    window.run_steps(300, then=lambda: shots.append(window.capture("window")))
+    qtbot.waitUntil(lambda: bool(shots), timeout=60000)
+    assert window.model.step_count == 300
+    label = window.status_labels["step"]
+    assert label.text() == "step 300"
+    qtbot.wait(100)    # whatever layout was pending is done now: the label as it is drawn
+    shown = _rgb(label.grab().toImage())
+    corner = label.mapTo(window, QtCore.QPoint(0, 0))
+    ratio = label.devicePixelRatioF()
+    x, y = round(corner.x() * ratio), round(corner.y() * ratio)
+    height, width = shown.shape[:2]
+    in_screenshot = shots[0][y:y + height, x:x + width, :3].astype(int)
+    assert np.abs(in_screenshot - shown).max() <= 8, "the screenshot's status bar is not the label's final text"
+
+
+# ---- 19: a peel restored from the settings is drawn from the first frame --------------------------------------
+def test_a_restored_peel_is_drawn_from_the_start(make_window, tmp_path):
+    from gui_helpers import cell_centres_2d, expected_rgb, pixels_at
+
+    settings = tmp_path / "peeled.ini"
+    settings.write_text("[view]\npeel=3\n")
+    L = 8
+    window = make_window(settings_file=settings, dim=3, L=L, T=4.0)
+    assert window.controls.peel.value() == 3
+    z, y, x = np.indices((L, L, L))      # layer z is up in column x == z only: the top layer names itself
+    window.runner.model.spins = window.runner.model.xp.asarray(np.where(x == z, 1, -1).astype(np.int8))
+    window.runner.highlight = None
+    window.runner.state_version += 1
+    window.frames.refresh_view()
+    camera = window.field_view.camera_3d
+    camera.fov, camera.elevation, camera.azimuth = 0.0, 90.0, 0.0     # orthographic, looking down z
+    window.field_view.reset_camera()
+    top = L - 3
+    image = window.capture("view")
+    colours = pixels_at(image, window.field_view.world_to_canvas(cell_centres_2d(L, z=top)))
+    expected = np.where(np.indices((L, L))[1] == top - 1, 1, 0)
+    np.testing.assert_array_equal(colours, expected_rgb(expected))
+
+
+# ---- 21: the step shortcut leaves keys to the focused input widget ----------------------------------------------
+def test_right_and_space_go_to_the_focused_slider_or_button_not_to_the_step_shortcut(make_window, qtbot):
+    from gui_helpers import activate
+    from PySide6.QtTest import QTest
+
+    window = make_window(dim=3, L=8, T=4.0)
+    activate(qtbot, window)
+    slider = window.controls.peel
+    slider.setFocus()
+    qtbot.waitUntil(slider.hasFocus, timeout=5000)
+    before = window.model.step_count
+    QTest.keyClick(slider, QtCore.Qt.Key.Key_Right)
+    qtbot.wait(100)
+    assert slider.value() == 1, "the slider did not get the Right key"
+    assert window.model.step_count == before, "the Right key stepped the model while the slider had focus"
+
+    box = window.controls.unfold
+    box.setFocus()
+    qtbot.waitUntil(box.hasFocus, timeout=5000)
+    QTest.keyClick(box, QtCore.Qt.Key.Key_Space)
+    qtbot.wait(100)
+    assert box.isChecked(), "the check box did not get the Space key"
+    assert window.model.step_count == before, "the Space key stepped the model while a check box had focus"
+
+    window.lattice_canvas.native.setFocus()           # over the lattice the keys step, as before
+    qtbot.waitUntil(window.lattice_canvas.native.hasFocus, timeout=5000)
+    QTest.keyClick(window.lattice_canvas.native, QtCore.Qt.Key.Key_Right)
+    qtbot.waitUntil(lambda: window.model.step_count == before + 1, timeout=10000)
+
+
+# ---- 16: the wheel over the Controls form scrolls it --------------------------------------------------------
+def _wheel(widget, down: bool = True) -> None:
+    centre = QtCore.QPointF(widget.width() / 2, widget.height() / 2)
+    angle = QtCore.QPoint(0, -120 if down else 120)
+    event = QtGui.QWheelEvent(centre, widget.mapToGlobal(centre), QtCore.QPoint(0, 0), angle,
+                              QtCore.Qt.MouseButton.NoButton, QtCore.Qt.KeyboardModifier.NoModifier,
+                              QtCore.Qt.ScrollPhase.NoScrollPhase, False)
+    QtWidgets.QApplication.sendEvent(widget, event)
+
+
+def test_the_wheel_over_the_form_scrolls_it_and_changes_a_box_only_once_it_has_focus(make_window, qtbot):
+    from gui_helpers import activate
+
+    window = make_window(model="cahn-hilliard", L=32, size=(1100, 480))   # short: the form scrolls
+    activate(qtbot, window)
+    combo = window.controls.field("time_step").combo
+    scroll = window.control_dock.widget().verticalScrollBar()
+    assert scroll.maximum() > 0, "the form fits: nothing to scroll"
+    before, position = combo.currentText(), scroll.value()
+    _wheel(combo)
+    qtbot.wait(50)
+    assert combo.currentText() == before, "a wheel turn over an unfocused box changed it"
+    assert window.runner.params.time_step == before
+    assert scroll.value() > position, "the wheel turn did not scroll the form"
+
+    steps = window.controls.steps_per_frame        # the Running box's spin box too
+    value = steps.value()
+    _wheel(steps, down=False)
+    assert steps.value() == value
+
+    combo.setFocus()                               # clicked or tabbed to: the wheel changes it
+    qtbot.waitUntil(combo.hasFocus, timeout=5000)
+    _wheel(combo)
+    qtbot.waitUntil(lambda: combo.currentText() != before, timeout=5000)
+
+
+# ---- 17: the status bar after steps computed in the background -------------------------------------------------
+def test_the_status_says_paused_once_a_background_step_is_in_and_steps_per_s_while_running(
+        make_window, qtbot, monkeypatch):
+    from latticelab.app import frame_loop, status_bar
+    monkeypatch.setattr(frame_loop, "wants_background", lambda *args: True)   # every batch on the worker
+    window = make_window(L=16, T=2.0)
+    label = window.status_labels["steps_per_s"]
+    window.step_once()
+    assert window.stepper.busy and "computing 1 step" in label.text()
+    qtbot.waitUntil(lambda: not window.stepper.busy and window.model.step_count == 1, timeout=30000)
+    qtbot.wait(100)
+    assert label.text() == "paused", "the status still names the step computed in the background"
+
+    # running, each batch short: the status shows steps/s, not the batch in flight (however slow the machine,
+    # no batch counts as long here)
+    monkeypatch.setattr(status_bar, "LONG_BATCH_S", 1e9)
+    shown = []
+    record = lambda: shown.append(label.text())   # noqa: E731
+    window.timer.timeout.connect(record)
+    window.set_running(True)
+    try:
+        qtbot.waitUntil(lambda: window.model.step_count >= 6 and any("steps/s" in t for t in shown),
+                        timeout=60000)
+    finally:
+        window.set_running(False)
+        window.timer.timeout.disconnect(record)
+    assert not [t for t in shown if "computing" in t], sorted(set(shown))
+    qtbot.waitUntil(lambda: not window.stepper.busy, timeout=30000)
+    qtbot.wait(100)
+    assert label.text() == "paused"
+
+
+# ---- 20: the Graph tab forgets the previous model at a switch --------------------------------------------------
+def test_the_graph_tab_shows_computing_not_the_previous_models_graph_after_a_switch(make_window, qtbot):
+    from latticelab.app.graph_panel import COMPUTING_TEXT, GraphPanel
+
+    window = make_window(L=16, p=0.0, seed=2)
+    panel = window.findChild(GraphPanel)
+    panel.show()
+    panel.raise_()
+    panel.refresh(force=True)
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
+    assert "256 vertices" in panel.info.text() and panel.degree_plot.data is not None
+    panel.refresh(force=True)          # a measurement of the Ising graph in flight when the model goes
+    assert window.switch_model("cortex")
+    assert window.model.name == "cortex"
+    assert panel.info.text() == COMPUTING_TEXT
+    assert panel.degree_plot.data is None, "the previous model's degree histogram is still drawn"
+    shown = []
+    record = lambda: shown.append(panel.info.text())   # noqa: E731
+    timer = QtCore.QTimer(interval=20)
+    timer.timeout.connect(record)
+    timer.start()
+    try:
+        qtbot.wait(3000)                # the Ising measurement in flight has ended meanwhile; its result is not shown
+    finally:
+        timer.stop()
+    assert not [t for t in shown if "256 vertices" in t]
+    assert panel.result is None or panel.result["n"] == 128 * 128
