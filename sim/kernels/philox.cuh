@@ -14,8 +14,8 @@
 #define PHILOX_W0 0x9E3779B9u
 #define PHILOX_W1 0xBB67AE85u
 
-#define TAG_METROPOLIS 0u     // + colour: high 16 bits of the sites' numbers
-#define TAG_METROPOLIS_LOW 8u // + colour: low 16 bits, drawn only on a tie
+#define TAG_METROPOLIS 0u     // + colour: top 8 bits of the sites' numbers, as bit planes (metropolis_numbers.cuh)
+#define TAG_METROPOLIS_LOW 8u // + colour: low 56 bits of a site's number, drawn only on a tie
 #define TAG_BOND 2u
 #define TAG_NEW_BOND 3u
 #define TAG_CLUSTER_FLIP 4u
