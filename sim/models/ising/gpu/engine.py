@@ -362,7 +362,7 @@ class CudaEngine:
         xp = self.xp
         if self._multispin is None:
             dim, L = self.dim, self.L
-            names = (f"metropolis_multispin<{dim}>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
+            names = (f"metropolis_multispin<{dim}, 10>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
             all_names = names + ("multispin_measure_rewired", "multispin_set_base", "multispin_advance_base")
             kernel = lambda name: get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, all_names)
             rewired = multispin.packed_rewired(self.lattice)

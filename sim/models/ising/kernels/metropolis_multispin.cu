@@ -89,7 +89,8 @@ __device__ __forceinline__ void block_sums_into(long long (&values)[N], unsigned
 // dim N - 2 (unlike pairs); each colour-0 word is the "same" word of exactly one colour-1 thread, so that thread
 // counts its down spins too. Flips are counted in both passes. The rewired edges' correction is a separate
 // launch (multispin_measure_rewired) after the colour-1 pass.
-template <int DIM>
+// ROUNDS: the Philox rounds of the bit-plane calls, 10 (the engine's); bench sim also times 7 (philox.cuh).
+template <int DIM, int ROUNDS>
 __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const MultispinParams* __restrict__ params,
                                      const int L, const int flags, const unsigned long long seed,
                                      const unsigned long long stream)
@@ -130,7 +131,7 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
                                (unsigned int)(sweep_stream >> 32)};
         const unsigned int q0 = ((unsigned int)r * (unsigned int)L + 64u * (unsigned int)w) >> 1;
         unsigned int planes[8];
-        word_planes(key, colour, q0 >> 4, planes);
+        word_planes<ROUNDS>(key, colour, q0 >> 4, planes);
         unsigned int lt[3] = {0u, 0u, 0u}, eq[3] = {0u, 0u, 0u};
 #pragma unroll
         for (int t = 0; t < (DIM == 3 ? 3 : 2); ++t) {

@@ -65,12 +65,13 @@ __device__ __forceinline__ bool number_below(const unsigned int top, const unsig
 }
 
 // The bit planes of the top bytes of the 32 sites q0 .. q0 + 31 (q0 a multiple of 32): sites 0..15 from the
-// call for group0 = q0 / 16, sites 16..31 from the call for group0 + 1.
+// call for group0 = q0 / 16, sites 16..31 from the call for group0 + 1. (ROUNDS other than 10: timing only.)
+template <int ROUNDS = 10>
 __device__ __forceinline__ void word_planes(const PhiloxKey key, const int colour, const unsigned int group0,
                                             unsigned int (&planes)[8])
 {
-    const uint4 a = philox_draw(key, TAG_METROPOLIS + colour, group0);
-    const uint4 b = philox_draw(key, TAG_METROPOLIS + colour, group0 + 1);
+    const uint4 a = philox_draw<ROUNDS>(key, TAG_METROPOLIS + colour, group0);
+    const uint4 b = philox_draw<ROUNDS>(key, TAG_METROPOLIS + colour, group0 + 1);
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
         const unsigned int wa = philox_word(a, m), wb = philox_word(b, m);
