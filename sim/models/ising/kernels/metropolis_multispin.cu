@@ -175,33 +175,19 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
 
         if (modified) {
             flip &= ~modified;
-            // a word's modified sites have consecutive CSR rows, in bit order: each row's end is the next's start
-            int row = (int)g.rank[own];
-            int begin = g.offsets[row];
+            const unsigned int first_row = g.rank[own];
             unsigned int todo = modified;
             while (todo) {
                 const int bit = __ffs(todo) - 1;
                 todo &= todo - 1;
-                const int end = g.offsets[++row];
+                const int row = (int)first_row + __popc(modified & ((1u << bit) - 1u));
                 int h = 0;
-#pragma unroll 4
-                for (int j = begin; j < end; ++j) h += 1 - 2 * (int)packed_bit(packed, g.neighbours[j]);
-                begin = end;
+                for (int j = g.offsets[row]; j < g.offsets[row + 1]; ++j)
+                    h += 1 - 2 * (int)packed_bit(packed, g.neighbours[j]);
                 const int k = (1 - 2 * (int)((s >> bit) & 1u)) * h;
-                bool below;
-                if (k <= 0) {
-                    below = true;
-                } else if (k == 2 || k == 4 || (DIM == 3 && k == 6)) {  // the lattice's k: compared above
-                    const unsigned int lt_k = k == 2 ? lt[0] : (k == 4 ? lt[1] : lt[2]);
-                    const unsigned int eq_k = k == 2 ? eq[0] : (k == 4 ? eq[1] : eq[2]);
-                    const unsigned long long full = k == 2 ? params->t2 : (k == 4 ? params->t4 : params->t6);
-                    below = ((lt_k >> bit) & 1u) ||
-                            (((eq_k >> bit) & 1u) && low_bits_below(key, colour, q0 + (unsigned int)bit, full));
-                } else {
-                    below = number_below(planes_top_byte(planes, bit), params->thresholds[k], key, colour,
-                                         q0 + (unsigned int)bit);
-                }
-                if (below) flip |= 1u << bit;
+                if (k <= 0 || number_below(planes_top_byte(planes, bit), params->thresholds[k], key, colour,
+                                           q0 + (unsigned int)bit))
+                    flip |= 1u << bit;
             }
         }
         if (flip) packed[own] = s ^ flip;
