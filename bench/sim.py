@@ -10,7 +10,8 @@ Cases (bench-format.md names) and their targets (Metropolis: issue 39's, on an H
   swendsen-wang-2d-L4096     ns_per_spin    <= 0.1   (T = 2.269, p = 0)
 Each value is the median of timed repetitions after warm-up, through IsingModel.step (the API a user
 calls, Python launch overhead included); ``details.kernel_only`` replays the same launches from a CUDA
-graph (no launch gaps). Baselines timed in the same run: a naive CuPy checkerboard Metropolis with a
+graph (no launch gaps); for the packed Metropolis sweeps ``details.kernel_only_philox4x32_7`` times the same
+with 7-round Philox for the bit planes (the published Crush-resistant minimum; the engine keeps 10). Baselines timed in the same run: a naive CuPy checkerboard Metropolis with a
 cupy.random array per half-sweep (Metropolis cases), and the reference engine of sim/ising.py on CuPy
 (breadth-first Wolff; details for Metropolis). Ratios against the thesis's GTX 580 figures and Komura &
 Okabe's Swendsen-Wang (shared/reference/anchors.md) are in ``anchor`` / ``anchor_ratio``.

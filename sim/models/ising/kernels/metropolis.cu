@@ -128,9 +128,11 @@ __global__ void metropolis_chunks(
         for (int j = 0; j < 2; ++j) {
             const int m = 2 * w + j;
             const int k = 2 * DIM - (int)((unlike[w] >> (16 * j)) & 0xFFu);  // like - unlike neighbours
-            const int t = k <= 2 ? 0 : (k == 4 ? 1 : 2);
-            if (k <= 0 || ((lt[t] >> m) & 1u)) f |= 0xFEu << (16 * j);
-            if (k > 0 && ((eq[t] >> m) & 1u)) ties |= 1u << m;
+            // the masks of k's threshold (constant indices: the arrays stay in registers)
+            const unsigned int lt_k = k <= 2 ? lt[0] : (k == 4 ? lt[1] : lt[2]);
+            const unsigned int eq_k = k <= 2 ? eq[0] : (k == 4 ? eq[1] : eq[2]);
+            if (k <= 0 || ((lt_k >> m) & 1u)) f |= 0xFEu << (16 * j);
+            if (k > 0 && ((eq_k >> m) & 1u)) ties |= 1u << m;
         }
         flips[w] = f << shift;
     }
