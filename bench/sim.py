@@ -127,7 +127,7 @@ class KernelClock(EventClock):
                    (engine.__dict__, "_metropolis_modified", "metropolis_modified")]
         self.replays = []
         if getattr(engine, "_multispin", None) is not None:  # the packed sweeps behind metropolis_sweeps
-            targets += [(engine._multispin, name, f"multispin_{name}") for name in ("pack", "sweep", "unpack")]
+            targets += [(engine._multispin, name, f"multispin_{name}") for name in ("pack", "decide", "sweep", "unpack")]
             # sweeps replayed from captured graphs would escape the wrapper: launch them directly meanwhile
             for name in ("replay", "sweeps_replay"):
                 replay = engine._multispin.get(name)
@@ -204,7 +204,8 @@ def graph_time(cp, step, n: int, repeats: int) -> float | None:
 def sweeps_with_philox_rounds(cp, engine, spins, T: float, rng, steps: int, repeats: int, rounds: int):
     """Seconds for ``steps`` packed sweeps replayed from a graph, with the bit-plane calls' Philox4x32 at ``rounds``
     rounds instead of the engine's 10 (7: the published Crush-resistant minimum, philox.cuh): the alternative
-    measured against the generator kept. Changes the trajectory (different numbers); timing only."""
+    measured against the generator kept. Changes the trajectory (different numbers); timing only. Modified sites
+    decided apart (multispin_decide_modified) keep their 10-round calls."""
     from latticelab.sim.gpu.kernels import get_kernel
     ms = engine._multispin
     name = f"metropolis_multispin<{engine.dim}, {rounds}>"

@@ -174,14 +174,16 @@ def test_multispin_sweeps_match_their_numpy_twin(device):
     """metropolis_sweeps on packed spins: the twin's spins after every call and the last sweep's mask."""
     from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
-    for dim, L, p in MULTISPIN_CASES[device]:
+    for (dim, L, p), inline in itertools.product(MULTISPIN_CASES[device], (True, False)):
+        if inline is False and p == 0:
+            continue  # no modified sites: one way only
         lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
-        engine = CudaEngine(xp, lattice)
+        engine = CudaEngine(xp, lattice, inline_modified=inline)
         host = random_spins((L,) * dim, seed=L)
         spins = xp.asarray(host)
         rng = StreamRNG(xp, 11)
         for T, n in ((1.0, 2), (2.269, 3), (4.5115, 2), (9.0, 2)):
-            where = f"{dim}D L={L} p={p} T={T}"
+            where = f"{dim}D L={L} p={p} inline={inline} T={T}"
             mask_expected = None
             for _ in range(n):
                 host, mask_expected = metropolis_twin(lattice, host, T, (rng.seed, rng.streams_used))
@@ -195,6 +197,8 @@ def test_multispin_sweeps_match_their_numpy_twin(device):
             else:
                 assert mask is None
         assert rng.streams_used == 9
+        # decided apart (multispin_decide_modified) exactly when asked and there are modified sites
+        assert engine._multispin["modified_apart"] == (not inline and p > 0)
 
 
 def _top_byte_ties(lattice, host: np.ndarray, T: float, key) -> int:
@@ -329,16 +333,18 @@ def test_a_packed_frame_measures_each_sweep_and_unions_the_flips(device):
     from the twin's spins and the lattice's edges."""
     from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
-    for dim, L, p in FRAME_CASES[device]:
+    for (dim, L, p), inline in itertools.product(FRAME_CASES[device], (True, False)):
+        if inline is False and p == 0:
+            continue  # no modified sites: one way only
         lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
-        engine = CudaEngine(xp, lattice)
+        engine = CudaEngine(xp, lattice, inline_modified=inline)
         host = random_spins((L,) * dim, seed=L)
         spins = xp.asarray(host)
         for T, n in ((2.269 if dim == 2 else 4.5115, 3), (1.0, 2)):
             twin_rng, rng = StreamRNG(np, 21, 2), StreamRNG(xp, 21, 2)
             host, union, rows = _twin_frame(lattice, host, T, twin_rng, n)
             spins, mask, totals = engine.metropolis_frame(spins, T, rng, n)
-            where = f"{dim}D L={L} p={p} T={T}"
+            where = f"{dim}D L={L} p={p} inline={inline} T={T}"
             np.testing.assert_array_equal(to_numpy(spins), host, err_msg=where)
             np.testing.assert_array_equal(to_numpy(mask), union, err_msg=where)
             np.testing.assert_array_equal(totals, rows, err_msg=where)

@@ -16,8 +16,12 @@
 // each. The decision is exactly R < P_k for every site's 64-bit R, as the NumPy twin computes it.
 //
 // Modified sites (rewired.cuh's role, in packed terms): mod_words marks them in the same layout and their
-// CSR rows are ordered by packed position (row = mod_rank[word] + popcount of the lower bits); their
-// neighbours are given as packed bit positions. The thread owning the word decides them from that adjacency.
+// CSR rows are ordered by packed position (row = mod_rank[word] + popcount of the lower bits), so a word's
+// modified sites have consecutive rows; their neighbours are given as packed bit positions. Two ways, the same
+// decisions: when they are few, the thread owning the word decides them one after the other from that adjacency
+// (inline); when they are many (modified_apart), multispin_decide_modified decides them first, one thread per
+// site, into a bit per row (mod_decided), and the packed pass only moves the word's run of row bits onto the
+// word's modified bits.
 #include "philox.cuh"
 #include "metropolis_numbers.cuh"
 
@@ -34,6 +38,20 @@ __device__ __forceinline__ unsigned int packed_bit(const unsigned int* packed, c
     return (packed[pos >> 5] >> (pos & 31)) & 1u;
 }
 
+// The low popcount(mask) bits of `bits`, in order, moved to the positions of mask's set bits (a software PDEP):
+// a word's run of modified-site decisions onto the word's modified bits.
+__device__ __forceinline__ unsigned int deposit_bits(unsigned int bits, unsigned int mask)
+{
+    unsigned int out = 0u;
+    while (mask) {
+        const unsigned int lowest = mask & (0u - mask);
+        if (bits & 1u) out |= lowest;
+        bits >>= 1;
+        mask ^= lowest;
+    }
+    return out;
+}
+
 // What stays fixed from sweep to sweep (arrays and thresholds), in one device buffer, so that a launch passes
 // six arguments: Python's launch cost per argument, not the GPU, limited the sweeps through the model API.
 struct MultispinParams {
@@ -43,11 +61,13 @@ struct MultispinParams {
     const unsigned int* mod_rank;
     const int* mod_offsets;
     const int* mod_neighbours;
+    const int* mod_positions;                   // packed bit position of each modified site (CSR row)
+    unsigned int* mod_decided;                  // bit per CSR row: flips (multispin_decide_modified)
     unsigned long long* totals;                 // per measured sweep: lattice bonds, spin sum, flips (int64)
     unsigned long long t2, t4, t6;              // thresholds of k = 2, 4, 6
     unsigned int top_masks[3][8];               // their top bytes as planes_below's masks (host: engine.py)
     int has_modified;
-    int unused0;
+    int modified_apart;                         // modified sites decided by multispin_decide_modified
     // Added to a launch's stream and totals slot. 0 for launches that pass the real ones; a frame replayed from
     // a CUDA graph (gpu/engine.py FrameReplay) passes 0 .. K-1 and keeps the frame's position here, set before
     // the frame by multispin_set_base and moved on after each replay by multispin_advance_base, so the same
@@ -173,7 +193,13 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
             flip |= tied_sites_below<3>(ties, need, full, key, colour, q0);
         }
 
-        if (modified) {
+        if (modified && params->modified_apart) {
+            // decided before this pass: the word's modified sites are the rows first_row .. in bit order
+            const unsigned int first_row = g.rank[own];
+            const unsigned int* decided = params->mod_decided + (first_row >> 5);
+            flip = (flip & ~modified) | deposit_bits(__funnelshift_r(decided[0], decided[1], first_row & 31u),
+                                                     modified);
+        } else if (modified) {
             flip &= ~modified;
             const unsigned int first_row = g.rank[own];
             unsigned int todo = modified;
@@ -214,6 +240,42 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
             block_sums_into<1>(sums, slot + 2);
         }
     }
+}
+
+// The modified sites of one colour (CSR rows first_row .. first_row + count - 1), decided before that colour's
+// packed pass, one thread per site: the same rule and the same random bits as the packed kernel's inline loop
+// (site_number_below draws the site's top-bytes call; colour index q = position - colour * half). Their
+// neighbours are all of the other colour, which this half-sweep does not change, and the packed pass has not yet
+// changed their own spins. Each warp's 32 decisions (rows 32j .. 32j + 31) become word j of mod_decided by a
+// ballot: no atomics. A word shared with the other colour's rows is written by both colours' launches, each
+// read by its own packed pass in between.
+__global__ void multispin_decide_modified(const unsigned int* __restrict__ packed,
+                                          const MultispinParams* __restrict__ params, const int first_row,
+                                          const int count, const int colour, const unsigned int half,
+                                          const unsigned long long seed, const unsigned long long stream)
+{
+    const int row = (first_row & ~31) + (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int end = first_row + count;
+    bool flip = false;
+    if (row >= first_row && row < end) {
+        const unsigned int position = (unsigned int)params->mod_positions[row];
+        const int* __restrict__ neighbours = params->mod_neighbours;
+        int h = 0;
+        for (int j = params->mod_offsets[row]; j < params->mod_offsets[row + 1]; ++j)
+            h += 1 - 2 * (int)packed_bit(packed, neighbours[j]);
+        const int k = (1 - 2 * (int)packed_bit(packed, (int)position)) * h;
+        if (k <= 0) {
+            flip = true;
+        } else {
+            const unsigned long long sweep_stream = stream + params->stream_base;
+            const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)sweep_stream,
+                                   (unsigned int)(sweep_stream >> 32)};
+            const unsigned int q = position - (unsigned int)colour * half;
+            flip = site_number_below(params->thresholds[k], key, colour, 2u * q);
+        }
+    }
+    const unsigned int votes = __ballot_sync(0xffffffffu, flip);
+    if ((threadIdx.x & 31) == 0 && row < end) params->mod_decided[row >> 5] = votes;
 }
 
 // The rewired edges' part of a measured sweep's bond sum: + s_u s_v over the new edges, - over the lattice edges
