@@ -1,6 +1,6 @@
 """`latticelab bench sim`: the CUDA engine's Ising updates against the naive CuPy reference, in one run.
 
-Cases (bench-format.md names) and the issue's H100 targets:
+Cases (the case names of the results files) and the issue's H100 targets:
   metropolis-2d-L4096-p1e-5  flips_per_ns   >= 500   (T = 2.269)
   metropolis-3d-L256-p1e-5   flips_per_ns   >= 400   (T = 4.5115)
   metropolis-2d-L4096-p1e-2  flips_per_ns   >= 150   (T = 2.269)
@@ -12,7 +12,7 @@ calls, Python launch overhead included); ``details.kernel_only`` replays the sam
 graph (no launch gaps). Baselines timed in the same run: a naive CuPy checkerboard Metropolis with a
 cupy.random array per half-sweep (Metropolis cases), and the reference engine of sim/ising.py on CuPy
 (breadth-first Wolff; details for Metropolis). Ratios against the thesis's GTX 580 figures and Komura &
-Okabe's Swendsen-Wang (shared/reference/anchors.md) are in ``anchor`` / ``anchor_ratio``.
+Okabe's Swendsen-Wang (2012, a GTX 580) are in ``anchor`` / ``anchor_ratio``.
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ class Timer:
 
 
 def naive_metropolis(cp, dim: int, L: int, T: float, seed: int = 1):
-    """The naive CuPy reference of the issue and of shared/gpu/README.md: one thread per site
+    """The naive CuPy reference: one thread per site
     (bench/kernels/naive_metropolis.cu) and a cupy.random float32 array per half-sweep. Returns a function
     doing one sweep."""
     from latticelab.sim.gpu.kernels import get_kernel

@@ -149,8 +149,8 @@ def swap_split(window, swap_before=None) -> dict:
 
 
 # Sweeps per call of the headless reference, whatever the ladder: shorter calls pay more of the host's launch cost
-# per sweep (with --ladder 1,64 the reference was step(64): 37,000-38,800 sweeps/s on the H100 and once 28,000,
-# against 38,900-39,900 for step(512), which made the window's ratio look 2-40% better than it was)
+# per sweep (a reference of step(64) ran slower and more variably than step(512), which made the window's ratio
+# look better than it was)
 HEADLESS_SWEEPS = 512
 
 
@@ -266,8 +266,8 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
     best = max(kept, key=lambda r: r["sweeps_per_s"])
     window.adaptive = True
     # Steps / frame auto, the CUDA window's default: the pacing decides how many sweeps a frame takes (a fixed cap,
-    # the ladder's top of 512, had capped the run: at 2D 4096^2 on the H100 512 sweeps are 13 ms of device time,
-    # 78% of the headless rate at 60 frames/s, below what the pacing asks for)
+    # the ladder's top of 512, had capped the run: at 2D 4096^2 on a fast GPU 512 sweeps take less than a frame of
+    # device time, below what the pacing asks for)
     window.steps_per_frame = AUTO_STEPS
     wait_events(0.5)
     profiler = None

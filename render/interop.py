@@ -59,8 +59,8 @@ def _cuda_modules():
     """(cupy, cuda.bindings.runtime), imported on first use. Raises ImportError without CUDA.
 
     Kept after the first call: a frame asks for them about 17 times, and each ``import`` statement costs a
-    few microseconds of import machinery even when the module is loaded (about 50 us a frame on the H100's
-    host, where a whole frame is 0.6 ms)."""
+    few microseconds of import machinery even when the module is loaded, a noticeable share of a frame of well
+    under a millisecond."""
     global _modules
     if not _modules:
         import cupy
@@ -660,8 +660,8 @@ class CanvasInterop:
         """Map this canvas's registered textures for CUDA now, before the simulation step whose result the
         next upload writes into them, so that the step and the write form one CUDA phase between two GL ones.
 
-        On the H100 a switch of the GPU between the GL and the CUDA context is what a frame mostly costs: a
-        texture mapped after the step adds one (about 0.35 ms a frame; bench/NOTES.md, "Rendering"). An
+        A switch of the GPU between the GL and the CUDA context is what a frame mostly costs: a texture mapped
+        after the step would add one (docs/design/rendering.md). An
         upload finds the texture mapped, writes and unmaps it; whatever is still mapped when the canvas draws
         is unmapped first (a hook on the draw event), so a frame without an upload is safe. Off the interop
         path this does nothing.
@@ -740,8 +740,8 @@ class CanvasInterop:
 
     def _texture_upload(self, texture, shape, on_device: bool, write, count_refusal: bool = True) -> bool:
         target = _texture_target(texture)
-        # host data never probes CUDA: the probe imports CuPy and makes a CUDA context, 1.2 s on the GUI thread at
-        # the first picture of a NumPy model on a GPU machine (bench responsiveness on the H100, traced)
+        # host data never probes CUDA: the probe imports CuPy and makes a CUDA context, which takes seconds on
+        # the GUI thread at the first picture of a NumPy model on a GPU machine
         if not (on_device and target is not None and self.decide()):
             self.uploads["host"] += count_refusal
             return False

@@ -303,7 +303,7 @@ class CudaEngine:
         The sweeps take their Philox stream and totals slot relative to the frame's position in the parameter
         block (multispin_set_base), so that on a CUDA device they are replayed from captured graphs
         (FrameReplay): a few graph launches a frame instead of two or three kernel launches a sweep, whose
-        Python cost (about 15 us a sweep) kept the host busy for as long as the device took to run them."""
+        Python cost kept the host busy for as long as the device took to run them."""
         n = int(n)
         spins = self._spins(spins)
         ms = self._multispin_kernels(T)
