@@ -1,6 +1,6 @@
 """`latticelab bench cahn-hilliard`: the Cahn-Hilliard model's steps against plain CuPy steps, in one run.
 
-Cases (the case names of the results files; ``--cases`` also takes the short names in brackets) and the issue's H100 targets:
+Cases (the results files' case names; ``--cases`` also takes the short names in brackets), the H100 targets:
   cahn-hilliard-2d-L4096-fd        [fd-2d-L4096]        steps_per_s >= 3000   RK2 finite-difference steps
   cahn-hilliard-3d-L256-fd         [fd-3d-L256]         steps_per_s >= 1500
   cahn-hilliard-2d-L4096-spectral  [spectral-2d-L4096]  steps_per_s >= 2000   semi-implicit spectral steps

@@ -1,6 +1,6 @@
 """`latticelab bench cortex`: steps of the cortical spiking network against a plain CuPy step, in one run.
 
-Cases (the case names of the results files; ``--cases`` also takes the short names in brackets) and the issue's H100 targets,
+Cases (the results files' case names; ``--cases`` also takes the short names in brackets), the H100 targets,
 k = 100 sources per neuron within r = 64:
   cortex-N2^20-k100  [N2^20]  L = 1024  steps_per_s >= 4000  (four times real time: one step is 1 ms)
   cortex-N2^22-k100  [N2^22]  L = 2048  steps_per_s >= 1000  (real time)
