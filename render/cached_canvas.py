@@ -46,7 +46,7 @@ from vispy import gloo, scene
 from vispy.visuals.visual import CompoundVisual
 
 from latticelab.render.plots import draw_parts, paint_requests_held
-from latticelab.render.vispy_speedups import layout_pending   # (installed with latticelab.render)
+from latticelab.render.vispy_speedups import installed, layout_pending   # (installed with latticelab.render)
 
 _BLIT_VERT = """
 attribute vec2 a_position;
@@ -258,6 +258,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
         stopped, the grids laid out already being skipped as unchanged. Returns True when every grid is laid out."""
         hidden = None
         start = time.perf_counter()
+        if not installed("grid-layout"):
+            budget_s = None      # VisPy's own layout places every grid again at each call: it cannot be spread
         for node, entering in self._generate_draw_order(self.scene):
             if not entering:
                 if node is hidden:
