@@ -28,7 +28,8 @@ draws as a plain SceneCanvas.
 
 The cache is used on every renderer: the cost of a full draw is VisPy's Python work per visual, not the GPU's,
 so a hardware renderer pays it as a software one does (docs/design/window-gpu.md). The environment
-variable LATTICELAB_PLOT_CACHE=off draws as a plain SceneCanvas (to measure the difference). A canvas moved to
+variable LATTICELAB_PLOT_CACHE=off draws as a plain SceneCanvas (to measure the difference), as does a process
+whose VisPy is left unpatched (render/vispy_speedups.py: the cache needs its grid layout). A canvas moved to
 another top-level window may be given a new GL context, which shares textures and programs with the old one
 (app/qt_compat.py) but not framebuffer objects: the cache's are then made anew (``_on_new_context``).
 
@@ -94,7 +95,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self.budget_s = budget_s        # seconds of region redraws per draw (at least one region); None: all
         self.last_draw: dict = {"full": False, "regions": 0}   # what the last draw did (tests, benches)
         self.full_draws = 0             # how many draws drew the whole scene into the cache
-        self.caching: bool | None = None   # None until the first draw: True unless LATTICELAB_PLOT_CACHE=off
+        self.caching: bool | None = None   # None until the first draw (then see draw_visual)
         self.contexts = 0               # GL contexts the canvas has been given (more than one: it was moved)
         self._resize_paint = False      # the next draw is the one Qt makes inside a resize event
         super().__init__(*args, **kwargs)
@@ -164,7 +165,9 @@ class RegionCachedCanvas(scene.SceneCanvas):
         if visual is not self.scene or self._fb_stack:
             return super().draw_visual(visual, event)      # render(), or a subtree: drawn directly
         if self.caching is None:
-            self.caching = os.environ.get("LATTICELAB_PLOT_CACHE", "") != "off"     # "off": for measuring
+            # "off": for measuring. The cache needs the grid-layout patch (render/vispy_speedups.py): VisPy's own
+            # layout places every grid's cells again at each draw, and the regions never settle
+            self.caching = os.environ.get("LATTICELAB_PLOT_CACHE", "") != "off" and installed("grid-layout")
         regions = [n for n in self._regions if _visible(n)] if self.caching else []
         if not regions:
             self.last_draw = {"full": False, "regions": 0}
