@@ -252,7 +252,7 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
     finite = bool(xp.isfinite(model.phi).all())
     fd_kernels = None if args.skip_previous or kind != "fd" else time_fd_kernels(model, xp, steps, repeats)
     previous = None if args.skip_previous else time_previous_path(model, xp, steps, repeats, fd_kernels)
-    del model
+    model = None                                 # its memory freed before the baseline runs
     free_memory(xp)
 
     # the plain baseline, continuing from the agreed first step
@@ -269,7 +269,7 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
                 plain.step()
     base_work()                                  # warm-up
     base = statistics.median(timed(xp, base_work, repeats)) / base_steps
-    del phi0, plain, base_work
+    phi0 = plain = base_work = None
     free_memory(xp)
 
     value = 1.0 / per_step

@@ -217,7 +217,7 @@ def run_case(backend, name: str, spec: dict, args, bandwidth: float) -> dict:
     details["baseline_ms_per_step"] = round(base * 1e3, 5)
     details["baseline_firing_e"] = round(plain.firing_e(), 5)
     details["baseline_finite"] = bool(xp.isfinite(plain.v).all())
-    del plain, base_work
+    plain = base_work = None
     free_memory(xp)
 
     # the bytes the kernels move, against the copy bandwidth
@@ -240,7 +240,7 @@ def run_case(backend, name: str, spec: dict, args, bandwidth: float) -> dict:
         for kname, part in (("phase1", moved["phase1"]), ("phase2", moved["total"] - moved["phase1"])):
             if km.get(kname):
                 details[f"{kname}_TBps"] = round(part * n / (km[kname] * 1e-3) / 1e12, 4)
-    del model
+    model = None
     free_memory(xp)
     case_name = name if not small else f"cortex-N2^{int(round(math.log2(n)))}-k{k}"
     return {"case": case_name, "metric": "steps_per_s", "value": round(value, 2),

@@ -95,4 +95,5 @@ def print_table(cases: list[dict]) -> None:
         base = c.get("baseline_value")
         ratio = c.get("ratio")
         print(f"{c['case']:38} {c['metric']:16} {c['value']:12.4g} "
-              f"{'' if base is None else format(base, '12.4g'):>12} {'' if ratio is None else format(ratio, '8.2f'):>8}")
+              f"{'' if base is None else format(base, '12.4g'):>12} "
+              f"{'' if ratio is None else format(ratio, '8.2f'):>8}")

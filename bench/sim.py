@@ -97,7 +97,8 @@ def naive_metropolis(cp, dim: int, L: int, T: float, seed: int = 1):
     (bench/kernels/naive_metropolis.cu) and a cupy.random float32 array per half-sweep. Returns a function
     doing one sweep."""
     from latticelab.sim.gpu.kernels import get_kernel
-    kernel = get_kernel(cp, Path(__file__).resolve().parent / "kernels" / "naive_metropolis.cu", f"naive_metropolis<{dim}>")
+    kernel = get_kernel(cp, Path(__file__).resolve().parent / "kernels" / "naive_metropolis.cu",
+                        f"naive_metropolis<{dim}>")
     cp.random.seed(seed)
     spins = cp.asarray(np.where(np.random.default_rng(seed).random((L,) * dim) < 0.5, 1, -1).astype(np.int8))
     n = L ** dim

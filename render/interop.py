@@ -112,7 +112,8 @@ class GraphicsResource:
         self.signature = signature        # what the GL storage looked like when registered
         self.bytes_per_texel = None       # filled at the first map of an image
         # registered for surface stores: one-byte texels are then written by a kernel, not the copy engine
-        self.flags_surface = target is not None and flags == rt.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsSurfaceLoadStore
+        surface_flag = rt.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsSurfaceLoadStore
+        self.flags_surface = target is not None and flags == surface_flag
         if target is None:
             self._handle = _check(rt.cudaGraphicsGLRegisterBuffer(self.gl_name, flags),
                                   f"cudaGraphicsGLRegisterBuffer(GL buffer {self.gl_name})")
@@ -213,7 +214,8 @@ def copy_into_texture(resource: GraphicsResource, array, stream=None):
     stream = _stream_handle() if stream is None else stream
     dims = 3 if resource.target == GL_TEXTURE_3D else 2
     if array.ndim not in (dims, dims + 1):
-        raise InteropError(f"a {dims}D texture needs a {dims}D array (optionally with channels), got shape {array.shape}")
+        raise InteropError(f"a {dims}D texture needs a {dims}D array (optionally with channels), "
+                           f"got shape {array.shape}")
     depth, height, width = ((1,) + tuple(array.shape[:2]) if dims == 2 else tuple(array.shape[:3]))
     texel = array.itemsize * (array.shape[-1] if array.ndim == dims + 1 else 1)
     if texel == 1 and resource.flags_surface:

@@ -21,8 +21,8 @@ threads on many tiny faces), longer than a frame may block. So a view given
 ``stage_faces`` draws a new mesh in slices into an offscreen picture of the canvas's size (``StagedPicture``: a
 slice of faces a timer tick, each finished with glFinish, so its cost is paid there; at most ``stage_faces`` a
 slice, fewer when a slice would take longer than ``STAGE_SLICE_S`` at the rate the last one was drawn) and shows
-the picture, a single textured quad, once complete; until then the last complete picture stays. The picture is of one camera:
-after the camera or the canvas size changed it is drawn again the same way (while the user turns the view, the
+the picture, a single textured quad, once complete; until then the last complete picture stays. The picture is of one
+camera: after the camera or the canvas size changed it is drawn again the same way (while the user turns the view, the
 picture follows in steps of a few ticks rather than at every draw).
 """
 from __future__ import annotations

@@ -353,7 +353,9 @@ class CudaEngine:
             dim, L = self.dim, self.L
             names = (f"metropolis_multispin<{dim}>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
             all_names = names + ("multispin_measure_rewired", "multispin_set_base", "multispin_advance_base")
-            kernel = lambda name: get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, all_names)
+
+            def kernel(name):
+                return get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, all_names)
             rewired = multispin.packed_rewired(self.lattice)
             W = L // 64
             bx = min(W, 32)
