@@ -80,12 +80,19 @@ def test_glyphs_from_the_cache_equal_vispys_and_keep_their_kerning():
         assert ours[char]["kerning"] == glyph["kerning"], char
 
 
-def test_text_draws_the_same_pixels_with_cached_glyphs_and_kernel_texture():
+def _text_canvas(text: str, size: int):
+    """A canvas with ``text`` in white in the middle of a view; returns the canvas and the view."""
     from vispy import scene
     canvas = scene_canvas(160)
     view = canvas.central_widget.add_view()
     view.camera = scene.PanZoomCamera(rect=(0, 0, 1, 1))
-    scene.visuals.Text("Ising 2.269 AV", color="white", font_size=14, pos=(0.5, 0.5), parent=view.scene)
+    scene.visuals.Text(text, color="white", font_size=size, pos=(0.5, 0.5), parent=view.scene)
+    return canvas, view
+
+
+def test_text_draws_the_same_pixels_with_cached_glyphs_and_kernel_texture():
+    from vispy import scene
+    canvas, view = _text_canvas("Ising 2.269 AV", 14)
     first = canvas.render(alpha=False)
     assert (first[..., :3] > 128).sum() > 50                                     # the text is drawn
     scene.visuals.Text("Ising 2.269 AV", color="white", font_size=14, pos=(0.5, 0.5), parent=view.scene)
@@ -178,13 +185,8 @@ def _without(*names):
 
 
 def test_text_with_the_kernel_as_a_texture_draws_vispys_pixels():
-    from vispy import scene
-
     def drawn():
-        canvas = scene_canvas(160)
-        view = canvas.central_widget.add_view()
-        view.camera = scene.PanZoomCamera(rect=(0, 0, 1, 1))
-        scene.visuals.Text("T_c = 2.269 AVW", color="white", font_size=13, pos=(0.5, 0.5), parent=view.scene)
+        canvas, _ = _text_canvas("T_c = 2.269 AVW", 13)
         picture = canvas.render(alpha=False)
         canvas.close()
         return picture
