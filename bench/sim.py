@@ -8,13 +8,13 @@ Cases (bench-format.md names) and their targets (Metropolis: issue 39's, on an H
   wolff-2d-L4096-p1e-4       clusters_per_s >= 350   (T = 2.269, equilibrated by Swendsen-Wang sweeps)
   wolff-3d-L256-p1e-4        clusters_per_s >= 570   (T = 4.5115, likewise)
   swendsen-wang-2d-L4096     ns_per_spin    <= 0.1   (T = 2.269, p = 0)
-Each value is the median of timed repetitions after warm-up, through IsingModel.step (the API a user
-calls, Python launch overhead included); ``details.kernel_only`` replays the same launches from a CUDA
-graph (no launch gaps); for the packed Metropolis sweeps ``details.kernel_only_philox4x32_7`` times the same
-with 7-round Philox for the bit planes (the published Crush-resistant minimum; the engine keeps 10). Baselines timed in the same run: a naive CuPy checkerboard Metropolis with a
-cupy.random array per half-sweep (Metropolis cases), and the reference engine of sim/ising.py on CuPy
-(breadth-first Wolff; details for Metropolis). Ratios against the thesis's GTX 580 figures and Komura &
-Okabe's Swendsen-Wang (shared/reference/anchors.md) are in ``anchor`` / ``anchor_ratio``.
+Each value is the median of timed repetitions after warm-up, through IsingModel.step (the API a user calls, Python
+launch overhead included); ``details.kernel_only`` replays the same launches from a CUDA graph (no launch gaps);
+for the packed Metropolis sweeps ``details.kernel_only_philox4x32_7`` times the same with 7-round Philox for the
+bit planes (the published Crush-resistant minimum; the engine keeps 10). Baselines timed in the same run: a naive
+CuPy checkerboard Metropolis with a cupy.random array per half-sweep (Metropolis cases), and the reference engine
+of sim/ising.py on CuPy (breadth-first Wolff; details for Metropolis). Ratios against the thesis's GTX 580 figures
+and Komura & Okabe's Swendsen-Wang (2012, a GTX 580) are in ``anchor`` / ``anchor_ratio``.
 """
 from __future__ import annotations
 
@@ -97,11 +97,12 @@ class Timer:
 
 
 def naive_metropolis(cp, dim: int, L: int, T: float, seed: int = 1):
-    """The naive CuPy reference of the issue and of shared/gpu/README.md: one thread per site
+    """The naive CuPy reference: one thread per site
     (bench/kernels/naive_metropolis.cu) and a cupy.random float32 array per half-sweep. Returns a function
     doing one sweep."""
     from latticelab.sim.gpu.kernels import get_kernel
-    kernel = get_kernel(cp, Path(__file__).resolve().parent / "kernels" / "naive_metropolis.cu", f"naive_metropolis<{dim}>")
+    kernel = get_kernel(cp, Path(__file__).resolve().parent / "kernels" / "naive_metropolis.cu",
+                        f"naive_metropolis<{dim}>")
     cp.random.seed(seed)
     spins = cp.asarray(np.where(np.random.default_rng(seed).random((L,) * dim) < 0.5, 1, -1).astype(np.int8))
     n = L ** dim
@@ -127,7 +128,8 @@ class KernelClock(EventClock):
                    (engine.__dict__, "_metropolis_modified", "metropolis_modified")]
         self.replays = []
         if getattr(engine, "_multispin", None) is not None:  # the packed sweeps behind metropolis_sweeps
-            targets += [(engine._multispin, name, f"multispin_{name}") for name in ("pack", "decide", "sweep", "unpack")]
+            targets += [(engine._multispin, name, f"multispin_{name}")
+                        for name in ("pack", "decide", "sweep", "unpack")]
             # sweeps replayed from captured graphs would escape the wrapper: launch them directly meanwhile
             for name in ("replay", "sweeps_replay"):
                 replay = engine._multispin.get(name)

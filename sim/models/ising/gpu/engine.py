@@ -328,7 +328,7 @@ class CudaEngine:
         The sweeps take their Philox stream and totals slot relative to the frame's position in the parameter
         block (multispin_set_base), so that on a CUDA device they are replayed from captured graphs
         (FrameReplay): a few graph launches a frame instead of two or three kernel launches a sweep, whose
-        Python cost (about 15 us a sweep) kept the host busy for as long as the device took to run them."""
+        Python cost kept the host busy for as long as the device took to run them."""
         n = int(n)
         spins = self._spins(spins)
         ms = self._multispin_kernels(T)
@@ -377,7 +377,9 @@ class CudaEngine:
             names = (f"metropolis_multispin<{dim}, 10>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
             all_names = names + ("multispin_measure_rewired", "multispin_set_base", "multispin_advance_base",
                                  "multispin_decide_modified")
-            kernel = lambda name: get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, all_names)
+
+            def kernel(name):
+                return get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, all_names)
             rewired = multispin.packed_rewired(self.lattice)
             # many modified sites: decided apart, one thread each, before each colour's packed pass (the packed
             # pass's own loop over them is serial per word); few: inline, sparing two launches a sweep
