@@ -7,9 +7,10 @@ module knowing them.
 
 "Reset layout" puts the docks back where they were when the window was built (the layout saved at
 ``install``), every dock and toolbar visible and docked, at the default widths; docks that have nothing to
-show for the running model (``available`` False) stay hidden, and their menu entries are disabled. "Restore defaults" sets the
-model's parameters to its schema's defaults (one undoable change through ``MainWindow.set_parameter``) and the
-run and view options to theirs (app/settings.py), after asking when the window is interactive.
+show for the running model (``available`` False) stay hidden, and their menu entries are disabled. "Restore
+defaults" sets the model's parameters to its schema's defaults (one undoable change through the window's
+``set_parameter``) and the run and view options to theirs (app/settings.py), after asking when the window is
+interactive.
 """
 from __future__ import annotations
 
