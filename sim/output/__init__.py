@@ -1,0 +1,93 @@
+"""Results in the formats other tools read (issue 43): Zarr stores for xarray and napari, NWB files for
+neuroscience tools, VTK files for ParaView. No GUI here; the command line (``latticelab run ... --output``), the
+window (File > Export data...) and the Python API (sim/session.py) all go through ``open_output``.
+
+The format follows the file name's suffix (``FORMATS``); an unknown suffix is refused, naming the known ones.
+Each writer's library is optional (the ``io`` extra): a missing one is reported in one line naming the extra.
+
+A writer takes the model's state at the steps it is given (``snapshot(model)``) and the per-step observables
+(``series(times, steps, values)``); copying from the device and writing happen off the caller's thread
+(sim/output/background.py), and ``close()`` waits for the last write and leaves a complete file.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from latticelab.sim.io import OutputError
+from latticelab.sim.params import ParameterError
+
+# suffix -> (format name, what it holds, for messages)
+FORMATS = {
+    ".zarr": ("zarr", "Zarr store: fields and observables for xarray, napari"),
+    ".nwb": ("nwb", "Neurodata Without Borders: spike trains, pseudo-EEG and firing rates (cortex)"),
+    ".pvd": ("vtk", "ParaView time series of VTK image data and iso-surfaces"),
+    ".vtk": ("vtk", "the same as .pvd (a .pvd index beside a folder of VTK files)"),
+}
+
+
+def known_suffixes() -> str:
+    return ", ".join(FORMATS)
+
+
+def output_format(path) -> str:
+    """The format name of an output path from its suffix; ParameterError('output', ...) naming the known ones."""
+    suffix = Path(str(path).rstrip("/")).suffix.lower()
+    if suffix not in FORMATS:
+        raise ParameterError("output", f"{path}: unknown format {suffix or '(no suffix)'!r}; the output's suffix "
+                                       f"must be one of {known_suffixes()}")
+    return FORMATS[suffix][0]
+
+
+class MissingExtra(OutputError):
+    """A writer's optional library is not installed: the message names the extra that brings it."""
+
+    def __init__(self, path, modules: tuple[str, ...], extra: str):
+        names = " and ".join(modules)
+        super().__init__(path, f"writing this format needs {names}; install them with "
+                               f"pip install 'latticelab[{extra}]'")
+
+
+def require(path, *modules: str, extra: str = "io"):
+    """Import ``modules`` (returned in order); MissingExtra naming the extra when one is missing."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingExtra(path, tuple(missing), extra)
+    return tuple(importlib.import_module(m) for m in modules)
+
+
+def check_target(path, overwrite: bool = False) -> None:
+    """Before a run: ``path`` has a known suffix and can be written (an existing file or store only with
+    ``overwrite``); OutputError naming it otherwise."""
+    from latticelab.sim.io import OutputExists, check_output
+    output_format(path)
+    if Path(path).is_dir():
+        if not overwrite:
+            raise OutputExists(path, "it exists already; choose another name or allow overwriting")
+        return
+    check_output(path, overwrite=overwrite)
+
+
+def open_output(path, model, *, every: int = 1, overwrite: bool = False, append: bool = False,
+                inputs: dict | None = None, **options):
+    """The writer of ``path``'s format for ``model``: fields every ``every`` steps (the caller calls
+    ``snapshot`` when ``due(step)``), observables each step given. ``append``: continue an existing store of the
+    same model and parameters (a resumed run); otherwise an existing path is refused unless ``overwrite``.
+    ``inputs``: {run option: file} of the run's inputs (a schedule), kept in the metadata. ``options``:
+    format-specific (the NWB writer's ``neurons``, the band of neurons whose spikes it keeps)."""
+    kind = output_format(path)
+    if kind == "zarr":
+        from latticelab.sim.output.zarr_store import ZarrWriter
+        return ZarrWriter(path, model, every=every, overwrite=overwrite, append=append, inputs=inputs)
+    if kind == "nwb":
+        from latticelab.sim.output.nwb import NwbWriter
+        return NwbWriter(path, model, every=every, overwrite=overwrite, inputs=inputs, **options)
+    from latticelab.sim.output.vtk import VtkWriter
+    return VtkWriter(path, model, every=every, overwrite=overwrite, inputs=inputs)
+
+
+def record_step(writer, model) -> None:
+    """After a step of a headless run: the step's observables, and the fields when a snapshot is due."""
+    writer.series([model.time], [model.step_count], model.observables())
+    if writer.due(model.step_count):
+        writer.snapshot(model)
