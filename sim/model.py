@@ -311,6 +311,22 @@ class HasSignal(Protocol):
 
 
 @runtime_checkable
+class RecordsSpikes(Protocol):
+    """A network model that can record spike trains: which cells fired in which step (sim/output/nwb.py writes
+    them as an NWB Units table; the Signal dock draws a raster)."""
+
+    def record_spikes(self, neurons=None):
+        """Start recording the cells of ``neurons`` (None: all; a range of flat indices); returns the recording,
+        whose ``spikes()`` gives (steps int64, flat indices int32) ordered by step, then index, and whose
+        ``first`` and ``count`` are the band."""
+
+    def stop_recording_spikes(self):
+        """End the recording and return it (None when none was on)."""
+
+    spike_recording: object     # the recording on now, or None
+
+
+@runtime_checkable
 class HasProbe(Protocol):
     """A model in which one cell can be picked (clicked in the view) to be watched."""
 
