@@ -89,6 +89,7 @@ class Model(abc.ABC):
     small_example: ClassVar[dict] = {}
     format_1_layout: ClassVar[dict | None] = None
     run_options: ClassVar[tuple[RunOption, ...]] = ()
+    field_units: ClassVar[dict[str, str]] = {}     # units of ``fields()`` for data files (absent: "1")
 
     @classmethod
     def run_hooks(cls, values: dict) -> RunHooks:
@@ -169,6 +170,11 @@ class Model(abc.ABC):
     @abc.abstractmethod
     def step_count(self) -> int:
         """Steps taken since the last reset."""
+
+    @property
+    def grid_spacing(self) -> float:
+        """Distance between cell centres, in the model's unit of length (1: lattice units), for data files."""
+        return 1.0
 
     @property
     def time(self) -> float:

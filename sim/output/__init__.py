@@ -11,10 +11,9 @@ A writer takes the model's state at the steps it is given (``snapshot(model)``) 
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
-from latticelab.sim.io import OutputError
+from latticelab.sim.output.extras import MissingExtra, require  # noqa: F401  (the package's API)
 from latticelab.sim.params import ParameterError
 
 # suffix -> (format name, what it holds, for messages)
@@ -37,23 +36,6 @@ def output_format(path) -> str:
         raise ParameterError("output", f"{path}: unknown format {suffix or '(no suffix)'!r}; the output's suffix "
                                        f"must be one of {known_suffixes()}")
     return FORMATS[suffix][0]
-
-
-class MissingExtra(OutputError):
-    """A writer's optional library is not installed: the message names the extra that brings it."""
-
-    def __init__(self, path, modules: tuple[str, ...], extra: str):
-        names = " and ".join(modules)
-        super().__init__(path, f"writing this format needs {names}; install them with "
-                               f"pip install 'latticelab[{extra}]'")
-
-
-def require(path, *modules: str, extra: str = "io"):
-    """Import ``modules`` (returned in order); MissingExtra naming the extra when one is missing."""
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        raise MissingExtra(path, tuple(missing), extra)
-    return tuple(importlib.import_module(m) for m in modules)
 
 
 def check_target(path, overwrite: bool = False) -> None:

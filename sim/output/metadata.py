@@ -24,12 +24,12 @@ def time_units(model_class) -> str:
 
 
 def field_units(model, name: str) -> str:
-    return getattr(model, "field_units", {}).get(name, "1")
+    return type(model).field_units.get(name, "1")
 
 
 def grid_spacing(model) -> float:
     """Distance between cell centres in the model's length unit (1: lattice units)."""
-    return float(getattr(model, "grid_spacing", 1.0))
+    return float(model.grid_spacing)
 
 
 def _plain(value):

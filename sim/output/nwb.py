@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from latticelab.sim.io import OutputError, OutputExists, check_output
-from latticelab.sim.output import require
+from latticelab.sim.output.extras import require
 from latticelab.sim.output.metadata import run_attributes, time_units
 
 

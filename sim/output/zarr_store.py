@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from latticelab.sim.io import OutputError, OutputExists, check_output
-from latticelab.sim.output import require
+from latticelab.sim.output.extras import require
 from latticelab.sim.output.background import BackgroundWriter, HostCopy
 from latticelab.sim.output.metadata import field_units, grid_spacing, run_attributes, time_units
 
@@ -57,6 +57,7 @@ class ZarrWriter:
         self._fields = {name: (tuple(a.shape), np.dtype(str(a.dtype))) for name, a in model.fields().items()}
         self._observables = [o for o in model.declared_observables]
         self._pending: list[tuple] = []         # (time, step, {name: value}) not yet given to the thread
+        self._last_step = self._last_series_step = -1      # in the store: a resumed run's repeats are skipped
         self._placed = True
         self._old = None
         self._inputs = {f"input_{k}": str(v) for k, v in (inputs or {}).items()}
@@ -151,11 +152,13 @@ class ZarrWriter:
         for name, (shape, _dtype) in self._fields.items():
             if name not in lengths or tuple(lengths[name][1:]) != shape:
                 raise OutputError(self.path, f"cannot append: its field {name!r} is not of the model's shape {shape}")
-        steps = seen["step"][:]
-        if steps.size and int(steps[-1]) >= model.step_count:
+        steps, series_steps = seen["step"][:], seen["series_step"][:]
+        if steps.size and int(steps[-1]) > model.step_count:
             raise OutputError(self.path, f"cannot append: the store ends at step {int(steps[-1])} and the model is "
-                                         f"at step {model.step_count}; a resumed run continues after the store's end")
+                                         f"at step {model.step_count}; a resumed run continues from the store's end")
         self.every = int(seen.attrs.get("snapshot_every", self.every))
+        self._last_step = int(steps[-1]) if steps.size else -1
+        self._last_series_step = int(series_steps[-1]) if series_steps.size else -1
         group = zarr.open_group(str(self.path), mode="r+", zarr_format=2, use_consolidated=False)
         for name, shape in lengths.items():
             if group[name].shape != shape:
@@ -171,14 +174,23 @@ class ZarrWriter:
 
     def snapshot(self, model) -> None:
         """Queue the model's fields now (copies start at once; the writing happens in the writer's thread)."""
+        if model.step_count <= self._last_step:
+            return
+        self._last_step = model.step_count
         copies = {name: HostCopy(model.fields()[name]) for name in self._fields}
         self._give_series()
         self._writer.put(("snapshot", float(model.time), int(model.step_count), copies))
 
     def series(self, times, steps, values: dict) -> None:
         """Observables of recorded steps: ``times``, ``steps`` (n,) and ``values[name]`` (n,)."""
-        self._pending.append((np.atleast_1d(np.asarray(times, np.float64)), np.atleast_1d(np.asarray(steps, np.int64)),
-                              {o.name: np.atleast_1d(np.asarray(values[o.name], np.float64)) for o in self._observables}))
+        steps = np.atleast_1d(np.asarray(steps, np.int64))
+        new = steps > self._last_series_step
+        if not new.any():
+            return
+        self._last_series_step = int(steps[new][-1])
+        self._pending.append((np.atleast_1d(np.asarray(times, np.float64))[new], steps[new],
+                              {o.name: np.atleast_1d(np.asarray(values[o.name], np.float64))[new]
+                               for o in self._observables}))
         if sum(p[0].size for p in self._pending) >= SERIES_FLUSH:
             self._give_series()
 

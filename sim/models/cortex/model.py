@@ -68,6 +68,7 @@ class CortexModel(Model):
         Observable("firing_i", "inhibitory firing fraction"),
     )
     time_label = "time (ms)"
+    field_units = {"v": "mV", "fired": "1"}
     state_format = 1
     small_example = {"L": 16, "k": 10, "r": 4}
     # extra inputs and outputs of `latticelab run cortex` (sim/model.py RunOption; CortexRun below)
