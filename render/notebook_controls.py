@@ -15,7 +15,7 @@ GROUPS = (("rebuild", "Model (a change makes a new model)"), ("live", "Running")
 def field_widget(widgets, name: str, info: dict, schema, values: dict):
     """The ipywidget of one schema field, showing ``values[name]``."""
     label = f"{info['label']}" + (f" [{info['unit']}]" if info.get("unit") else "")
-    common = {"description": label, "value": values[name], "description_tooltip": info.get("help", ""),
+    common = {"description": label, "value": values[name], "tooltip": info.get("help", ""),
               "style": {"description_width": "initial"}, "continuous_update": False}
     choices = info.get("choices") or schema.options(name, values)
     if choices and info.get("widget") != "lattice_size":      # sizes: any allowed value, typed
