@@ -14,13 +14,17 @@ Layout (Zarr format 2, the one every Zarr reader knows; xarray's ``_ARRAY_DIMENS
 
 Atomicity: a new store is built under a hidden temporary name beside the target and renamed into place
 when its first snapshot (or the run's end) is written, so an interrupted run never leaves a partial store
-under the user's name. Every later write (a snapshot, a block of series) writes its data first and then
-replaces the consolidated metadata (a file written atomically by Zarr's local store), which is what readers
-open: a store whose writer was killed reads as it was at its last complete write. Appending to a store
-(a resumed run, ``append=True``) first trims any array back to the consolidated length.
+under the user's name. What readers open is the consolidated metadata (``.zmetadata``), and it carries each
+array's *logical* length: a write (a snapshot, a block of series) first writes its chunks -- into arrays that
+grow ahead of the data, so most writes touch no array metadata -- and only then replaces ``.zmetadata``
+(atomically) with the new lengths. A store whose writer was killed therefore reads as it was at its last
+complete write; ``close`` cuts every array to its length and consolidates the metadata from the arrays. An
+append (a resumed run, ``append=True``) continues from the consolidated lengths, over anything written
+after them.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -36,6 +40,7 @@ from latticelab.sim.output.metadata import field_units, grid_spacing, run_attrib
 AXES = ("x", "y", "z")
 SERIES_CHUNK = 4096
 SERIES_FLUSH = 1024          # steps of observables gathered before they go to the writer thread
+GROW = 64                    # rows an array grows by at least (a field: 64 snapshots' worth of chunk rows)
 
 
 def _tile(shape) -> tuple[int, ...]:
@@ -57,6 +62,7 @@ class ZarrWriter:
         self._fields = {name: (tuple(a.shape), np.dtype(str(a.dtype))) for name, a in model.fields().items()}
         self._observables = [o for o in model.declared_observables]
         self._pending: list[tuple] = []         # (time, step, {name: value}) not yet given to the thread
+        self._arrays: dict = {}                 # the group's arrays, opened once
         self._last_step = self._last_series_step = -1      # in the store: a resumed run's repeats are skipped
         self._placed = True
         self._old = None
@@ -102,6 +108,7 @@ class ZarrWriter:
             os.rename(self._root, self.path)
         self._root, self._placed = self.path, True
         self._group = self._zarr.open_group(str(self.path), mode="r+", zarr_format=2, use_consolidated=False)
+        self._arrays = {}
 
     # ---- layout -------------------------------------------------------------------------------------
     def _array(self, group, name, shape, chunks, dtype, dims, attrs):
@@ -135,7 +142,10 @@ class ZarrWriter:
             self._array(group, o.name, (0,), (SERIES_CHUNK,), "f8", ("series_time",),
                         {"units": o.unit or "1", "long_name": o.label, "coordinates": "series_step"})
         self._group = group
-        self._commit()
+        self._length = {name: 0 for name in ("time", "step", *self._fields, "series_time", "series_step",
+                                             *(o.name for o in self._observables))}
+        self._zarr.consolidate_metadata(str(self._root), zarr_format=2)
+        self._load_consolidated()
 
     def _open_existing(self, model) -> None:
         """A store to append to: same model and grid, ending before the model's step; arrays trimmed to the
@@ -159,13 +169,32 @@ class ZarrWriter:
         self.every = int(seen.attrs.get("snapshot_every", self.every))
         self._last_step = int(steps[-1]) if steps.size else -1
         self._last_series_step = int(series_steps[-1]) if series_steps.size else -1
-        group = zarr.open_group(str(self.path), mode="r+", zarr_format=2, use_consolidated=False)
-        for name, shape in lengths.items():
-            if group[name].shape != shape:
-                group[name].resize(shape)
-        self._group = group
+        self._group = zarr.open_group(str(self.path), mode="r+", zarr_format=2, use_consolidated=False)
+        self._length = {name: shape[0] for name, shape in lengths.items() if len(shape) and name not in AXES}
+        self._load_consolidated()
+
+    def _load_consolidated(self) -> None:
+        with open(self._root / ".zmetadata", encoding="utf-8") as f:
+            self._consolidated = json.load(f)
 
     def _commit(self) -> None:
+        """Publish the lengths written so far: the consolidated metadata with each array's logical length."""
+        entries = self._consolidated["metadata"]
+        for name, n in self._length.items():
+            entries[f"{name}/.zarray"]["shape"][0] = n
+        # replaced by a rename, as Zarr's local store writes every file: a reader sees the old or the new
+        # lengths; no fsync per write (it would cost more than the write on a busy disk)
+        target = self._root / ".zmetadata"
+        partial = target.with_name(f".zmetadata.{os.getpid()}.partial")
+        partial.write_text(json.dumps(self._consolidated, indent=2), encoding="utf-8")
+        os.replace(partial, target)
+
+    def _finish(self) -> None:
+        """At the end: every array cut to its length, and the metadata consolidated from the arrays."""
+        for name, n in self._length.items():
+            array = self._group[name]                   # as on disk now
+            if array.shape[0] != n:
+                array.resize((n, *array.shape[1:]))
         self._zarr.consolidate_metadata(str(self._root), zarr_format=2)
 
     # ---- the caller's side ----------------------------------------------------------------------------
@@ -207,6 +236,7 @@ class ZarrWriter:
         """Write everything given, commit, and put the store under its name; returns the path."""
         self._give_series()
         self._writer.close()
+        self._finish()
         self._place()
         return self.path
 
@@ -226,10 +256,17 @@ class ZarrWriter:
 
     # ---- the writer thread --------------------------------------------------------------------------
     def _append(self, name: str, values: np.ndarray) -> None:
-        array = self._group[name]
-        n = array.shape[0]
-        array.resize((n + values.shape[0], *array.shape[1:]))
-        array[n:] = values
+        """Write ``values`` after the array's logical length; the array grows ahead (by half its length, at
+        least GROW rows) so that most appends are chunk writes only."""
+        array = self._arrays.get(name)
+        if array is None:
+            array = self._arrays[name] = self._group[name]
+        n = self._length[name]
+        end = n + values.shape[0]
+        if end > array.shape[0]:
+            array.resize((max(end, n + max(GROW, n // 2)), *array.shape[1:]))
+        array[n:end] = values
+        self._length[name] = end
 
     def _write(self, item) -> None:
         if item[0] == "snapshot":
