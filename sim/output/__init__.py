@@ -73,3 +73,37 @@ def record_step(writer, model) -> None:
     writer.series([model.time], [model.step_count], model.observables())
     if writer.due(model.step_count):
         writer.snapshot(model)
+
+
+def export_now(path, model, history=None, *, overwrite: bool = False):
+    """Write what a window shows now: the model's fields (one snapshot, copied at once) and the observables'
+    ``history`` (times, {name: values}; their steps are not known: -1) to ``path``, in any format; an NWB file
+    takes the spikes the model has recorded so far (its spike raster). The copies are taken in the caller's
+    thread; the writing runs in a worker thread. Returns a ``concurrent.futures.Future`` of the path."""
+    import concurrent.futures
+
+    import numpy as np
+    kind = output_format(path)
+    times, values = history if history is not None else (np.zeros(0), {})
+    if kind == "nwb":
+        from latticelab.sim.output.nwb import write_nwb
+        from latticelab.sim.io import OutputError
+        recording = getattr(model, "spike_recording", None)
+        if recording is None:
+            raise OutputError(path, "no spikes are being recorded: show the spike raster (Signal dock) to record "
+                                    "them, then export")
+        recording.drain()
+        spikes, band = recording.spikes(), (recording.first, recording.count)
+        values = {name: np.array(v, copy=True) for name, v in values.items()}
+        work = lambda: write_nwb(path, model, spikes, band, np.array(times, copy=True), values,  # noqa: E731
+                                 overwrite=overwrite)
+    else:
+        writer = open_output(path, model, every=1, overwrite=overwrite)
+        writer.snapshot(model)
+        if len(times):
+            writer.series(times, np.full(len(times), -1), values)
+        work = writer.close
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="latticelab-export")
+    future = pool.submit(work)
+    pool.shutdown(wait=False)
+    return future

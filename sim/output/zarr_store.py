@@ -213,10 +213,10 @@ class ZarrWriter:
     def series(self, times, steps, values: dict) -> None:
         """Observables of recorded steps: ``times``, ``steps`` (n,) and ``values[name]`` (n,)."""
         steps = np.atleast_1d(np.asarray(steps, np.int64))
-        new = steps > self._last_series_step
+        new = (steps > self._last_series_step) | (steps < 0)        # -1: a sample whose step is not known
         if not new.any():
             return
-        self._last_series_step = int(steps[new][-1])
+        self._last_series_step = max(self._last_series_step, int(steps.max()))
         self._pending.append((np.atleast_1d(np.asarray(times, np.float64))[new], steps[new],
                               {o.name: np.atleast_1d(np.asarray(values[o.name], np.float64))[new]
                                for o in self._observables}))
