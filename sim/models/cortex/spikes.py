@@ -54,6 +54,13 @@ class SpikeTrains:
             self._steps.append(steps.astype(np.int64, copy=False))
             self._indices.append(indices.astype(np.int32, copy=False))
 
+    def drop_before(self, step: int) -> None:
+        """Forget the spikes of steps before ``step`` (a live raster keeps the seconds it shows)."""
+        steps, indices = self.arrays()
+        keep = steps >= step
+        if not keep.all():
+            self._steps, self._indices = [steps[keep]], [indices[keep]]
+
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         if len(self._steps) > 1:
             self._steps, self._indices = [np.concatenate(self._steps)], [np.concatenate(self._indices)]
