@@ -26,7 +26,32 @@ def notebook_libraries():
     require("the notebook view", "jupyter_rfb", "ipywidgets", extra="notebook")
     import ipywidgets
     from vispy import scene
+    choose_offscreen_context()
     return ipywidgets, scene
+
+
+def choose_offscreen_context() -> None:
+    """jupyter_rfb renders in an off-screen OpenGL context, which VisPy makes with glfw or its default
+    application backend. On a server without a display (no DISPLAY or WAYLAND_DISPLAY) that must be EGL (the
+    NVIDIA driver provides it): a Qt backend would end the kernel trying to reach a display. Raises
+    RuntimeError saying what to do when neither glfw nor EGL can be used there."""
+    import importlib.util
+    import os
+    import sys
+    if sys.platform in ("darwin", "win32") or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return
+    if importlib.util.find_spec("glfw") is not None:
+        return
+    import vispy
+    try:
+        from vispy.app.backends import _egl
+        usable = bool(_egl.available)
+    except Exception:
+        usable = False
+    if not usable:
+        raise RuntimeError("the notebook view needs an OpenGL context: this machine has no display and no usable "
+                           "EGL; run the kernel with a GPU driver that provides EGL, or under xvfb-run")
+    vispy.config["default_backend"] = "egl"
 
 
 class LiveView:
