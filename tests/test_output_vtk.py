@@ -51,15 +51,34 @@ def test_the_series_lists_image_data_and_interfaces_by_time(tmp_path):
     assert attrs["WholeExtent"] == "0 11 0 11 0 11" and attrs["Spacing"] == "0.5 0.5 0.5" and attrs["name"] == "phi"
     assert np.array_equal(values.reshape(phi.shape, order="F"), phi)
     surface = meshio.read(tmp_path / entries[-1].get("file"))
-    triangles = surface.cells_dict["triangle"]
-    assert len(triangles) > 0 and surface.points.min() >= 0 and surface.points.max() <= 11 * 0.5
-    # every vertex lies on a grid edge whose two ends have phi on either side of 0
-    cells = surface.points / 0.5
-    on_edge = np.sum(np.abs(cells - np.round(cells)) > 1e-6, axis=1)
-    assert np.all(on_edge <= 1)
+    assert surface.points.min() >= 0 and surface.points.max() <= 11 * 0.5
+    assert_on_level(surface, phi, 0.0, spacing=0.5)
+
+
+def assert_on_level(surface, volume, level, spacing=1.0, origin=0.0):
+    """The surface has triangles, and every vertex lies on a grid edge whose two ends are on either side of
+    ``level`` (what an iso-surface of the volume is, whoever computed it)."""
+    assert len(surface.cells_dict["triangle"]) > 0
+    cells = (surface.points - origin) / spacing
+    off = np.abs(cells - np.round(cells)) > 1e-6
+    assert np.all(off.sum(axis=1) <= 1)
     lo = np.floor(cells + 1e-9).astype(int)
-    axis = np.argmax(np.abs(cells - np.round(cells)), axis=1)
-    hi = lo.copy()
-    hi[np.arange(len(hi)), axis] += on_edge
-    a, b = phi[tuple(lo.T)], phi[tuple(np.minimum(hi, 11).T)]
-    assert np.all(np.minimum(a, b) <= 0) and np.all(np.maximum(a, b) >= 0)
+    hi = lo + off
+    a, b = volume[tuple(lo.T)], volume[tuple(hi.T)]
+    assert np.all(np.minimum(a, b) <= level + 1e-12) and np.all(np.maximum(a, b) >= level - 1e-12)
+
+
+def test_a_spectrum_iso_surface_for_paraview_sits_on_its_level_in_mode_numbers(tmp_path):
+    from latticelab.sim.analysis import spectral
+    rng = np.random.default_rng(3)
+    k = np.indices((16, 16, 16)) - 8
+    magnitude = np.exp(-(k ** 2).sum(axis=0) / 20.0) + 0.01 * rng.random((16, 16, 16))
+    record = spectral.SpectrumRecord.single(magnitude, iso=0.4)
+    path = spectral.export(record, tmp_path / "spectrum.vtu", "iso-vtu")
+    surface = meshio.read(path)
+    assert_on_level(surface, record.mean / record.mean.max(), 0.4, origin=-8.0)
+    assert np.abs(surface.points).max() < 8                    # a ball about k = 0
+    with pytest.raises(FileExistsError):
+        spectral.export(record, path, "iso-vtu")                # never over an existing file unless asked
+    with pytest.raises(ValueError, match="3D"):
+        spectral.export(spectral.SpectrumRecord.single(magnitude[0]), tmp_path / "flat.vtu", "iso-vtu")

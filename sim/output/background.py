@@ -34,7 +34,7 @@ class HostCopy:
         stream.wait_event(ready)
         self._host = cupy.cuda.alloc_pinned_memory(snapshot.nbytes)
         self._host = np.frombuffer(self._host, snapshot.dtype, snapshot.size).reshape(snapshot.shape)
-        snapshot.get(stream=stream, out=self._host)
+        snapshot.get(stream=stream, out=self._host, blocking=False)     # returns at once; the event marks the end
         self._event = cupy.cuda.Event(block=False, disable_timing=True)
         self._event.record(stream)
         self._keep = (snapshot, stream)                      # alive until the copy is done

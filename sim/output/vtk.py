@@ -152,25 +152,47 @@ class VtkWriter:
         return f"wrote {self.path} (VTK; open in ParaView)"
 
 
-def write_surface(path, volume: np.ndarray, level: float, spacing: float = 1.0) -> Path:
+def write_surface(path, volume: np.ndarray, level: float, spacing: float = 1.0, origin=(0.0, 0.0, 0.0),
+                  overwrite: bool = True) -> Path:
     """The iso-surface ``volume == level`` (marching cubes) as a triangle mesh in a .vtu file (meshio), with
-    points in (x, y, z) = array axes (0, 1, 2) times ``spacing``; an empty surface is written as no cells."""
+    points in (x, y, z) = array axes (0, 1, 2) times ``spacing`` plus ``origin``, and the normals; an empty
+    surface is written as no cells. Written atomically; an existing file is kept unless ``overwrite``."""
+    import os
+    import tempfile
     from latticelab.sim.analysis.marching_cubes import marching_cubes
     from latticelab.sim.output.extras import require
     (meshio,) = require(path, "meshio")
+    check_output(path, overwrite=overwrite)
     mesh = marching_cubes(np.asarray(volume, np.float64), float(level), method="numpy")
-    points = np.asarray(mesh.vertices, np.float64) * spacing
+    points = np.asarray(mesh.vertices, np.float64) * spacing + np.asarray(origin, np.float64)
     cells = [("triangle", np.asarray(mesh.faces, np.int64))] if mesh.n_faces else []
     out = meshio.Mesh(points, cells, point_data={"normals": np.asarray(mesh.normals, np.float32)})
-    import tempfile
-    import os
     folder = Path(path).parent
     fd, tmp = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".vtu", dir=folder)
     os.close(fd)
     try:
         meshio.write(tmp, out, file_format="vtu", binary=True)
-        os.replace(tmp, path)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise OutputExists(path, "it exists already; choose another name or allow overwriting") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return Path(path)
+
+
+def write_spectrum_surface(path, spectrum: np.ndarray, level: float, overwrite: bool = False) -> Path:
+    """An iso-surface of a shifted 3D magnitude spectrum (sim/analysis/spectral.py), scaled so that its maximum
+    is 1 (``level`` is a fraction of it, as in the Spectrum dock), in mode numbers k = index - n // 2."""
+    spectrum = np.asarray(spectrum, np.float64)
+    if spectrum.ndim != 3:
+        raise ValueError(f"an iso-surface needs a 3D spectrum; this one has shape {spectrum.shape}")
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level: must be a fraction of the maximum in (0, 1); got {level!r}")
+    top = float(spectrum.max())
+    origin = tuple(-(n // 2) for n in spectrum.shape)
+    return write_surface(path, spectrum / (top if top > 0 else 1.0), level, 1.0, origin, overwrite)

@@ -206,7 +206,8 @@ class ZarrWriter:
         if model.step_count <= self._last_step:
             return
         self._last_step = model.step_count
-        copies = {name: HostCopy(model.fields()[name]) for name in self._fields}
+        fields = model.fields()
+        copies = {name: HostCopy(fields[name]) for name in self._fields}
         self._give_series()
         self._writer.put(("snapshot", float(model.time), int(model.step_count), copies))
 
