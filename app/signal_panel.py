@@ -146,7 +146,6 @@ class SignalPanel(CapabilityDock):
         band.addWidget(self.raster_count)
         band.addStretch(1)
         self.raster_row.setLayout(band)
-        layout.addWidget(self.raster_row)
 
         self.tabs = QtWidgets.QTabWidget(objectName="signal_tabs")
         self.metrics_table = self._table("metrics_table", ["qEEG", "value"], len(METRIC_ROWS))
@@ -160,6 +159,12 @@ class SignalPanel(CapabilityDock):
         self.tabs.addTab(self.probe_info, "Cell")
         self.effective_table = self._table("effective_table", ["parameter", "base", "effective", "unit"], 0)
         self.tabs.addTab(self.effective_table, "Parameters")
+        self.raster_tab = QtWidgets.QWidget(objectName="raster_tab")   # its canvas comes with a spiking model
+        raster_layout = QtWidgets.QVBoxLayout(self.raster_tab)
+        raster_layout.setContentsMargins(0, 0, 0, 0)
+        raster_layout.addWidget(self.raster_row)
+        self.raster_canvas = None
+        self.tabs.addTab(self.raster_tab, "Spikes")
         self.tabs.setMaximumHeight(230)
         layout.addWidget(self.tabs)
         self.info = info_label("signal_info")
@@ -193,8 +198,7 @@ class SignalPanel(CapabilityDock):
                  ("spectrum_plot", PeriodogramPlot, (SPECTRUM_MAX_HZ, "mV")),
                  ("probe_plot", TimePlot, ("picked cell", "time (ms)", "mV", {"probe": PROBE_COLOUR})),
                  ("rate_plot", TimePlot, ("firing rate", "time (ms)", "Hz per cell",
-                                          {i: c for i, c in enumerate(RATE_COLOURS)})),
-                 ("raster_plot", RasterPlot, ("spike raster", "time (ms)", "neuron")))
+                                          {i: c for i, c in enumerate(RATE_COLOURS)})))
         for row, (name, kind, args) in enumerate(plots):
             cell = grid.add_grid(row=row, col=0)
             yield f"{name} cell"
@@ -234,9 +238,14 @@ class SignalPanel(CapabilityDock):
     def _start_raster(self, model) -> None:
         """Record the spikes of the chosen band (a model that ``RecordsSpikes``), from now on."""
         spikes = isinstance(model, RecordsSpikes)
-        self.raster_row.setVisible(spikes)
+        self.tabs.setTabEnabled(self.tabs.indexOf(self.raster_tab), spikes)
         if not spikes:
             return
+        if self.raster_canvas is None:      # a canvas of its own: the signal plots' cached canvas stays as it is
+            self.raster_canvas = make_canvas("raster_canvas", (420, 200), (200, 120))
+            self.raster_plot = RasterPlot(self.raster_canvas.central_widget.add_grid(spacing=2, margin=4),
+                                          "spike raster", "time (ms)", "neuron")
+            self.raster_tab.layout().addWidget(self.raster_canvas.native, 1)
         n = int(np.prod(model.shape))
         for box, top in ((self.raster_first, n - 1), (self.raster_count, n)):
             box.blockSignals(True)
@@ -264,6 +273,7 @@ class SignalPanel(CapabilityDock):
         self.raster_plot.set_data(t[shown], indices[shown], (recording.first, recording.count), span)
         self.raster_plot.title.text = (f"spike raster: neurons {recording.first}-{recording.first + recording.count - 1}"
                                        f" ({int(shown.sum()):,} spikes)")
+        redraw(self.raster_canvas)
 
     def restart(self) -> None:
         """Start the record again from the model's kept trace (after a reset or a load)."""
