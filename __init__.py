@@ -20,5 +20,6 @@ def open(model: str = "ising", backend: str = "auto", **params):   # noqa: A001 
     """A simulation of a registered model for notebooks and scripts: ``sim = latticelab.open("ising", L=1024)``,
     then ``sim.run(1000)``, ``sim.to_xarray()``, ``sim.show()`` (docs/notebooks.md). The GUI libraries load only
     when ``show`` or ``plots`` is called."""
-    from latticelab.render.notebook import open as open_simulation
-    return open_simulation(model, backend, **params)
+    # by name, when called: the subpackages import this module (for __version__), so it imports none of them
+    import importlib
+    return importlib.import_module("latticelab.render.notebook").open(model, backend, **params)
