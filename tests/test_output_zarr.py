@@ -152,3 +152,24 @@ def test_a_missing_library_is_named_with_its_extra(tmp_path, monkeypatch):
     with pytest.raises(MissingExtra, match=r"pip install 'latticelab\[io\]'") as caught:
         open_output(tmp_path / "x.zarr", get_model("ising").create(backend="numpy", L=8))
     assert "zarr" in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.gpu
+def test_snapshots_taken_on_the_gpu_while_it_steps_on_read_back_bit_for_bit(tmp_path):
+    """Each snapshot is copied on the device and then to the host asynchronously while the next steps change
+    the spins: what the store holds must be the spins at the snapshot's step."""
+    from latticelab.sim.output import open_output
+    model = get_model("ising").create(backend="cuda", L=512)
+    writer = open_output(tmp_path / "gpu.zarr", model, every=3)
+    kept = []
+    for _ in range(30):
+        model.step(1)
+        writer.series([model.time], [model.step_count], model.observables())
+        if writer.due(model.step_count):
+            writer.snapshot(model)
+            kept.append(to_numpy(model.fields()["spins"]).copy())
+    writer.close()
+    ds = xr.open_zarr(tmp_path / "gpu.zarr")
+    assert ds.step.values.tolist() == list(range(3, 31, 3))
+    for i, spins in enumerate(kept):
+        assert np.array_equal(ds.spins.isel(time=i).values, spins)
