@@ -4,8 +4,8 @@ scale (thesis 003, figure 8.11), and a length against time on log-log axes with 
 coarsening of phase separation, t^(1/3)).
 
 Each plot fills a VisPy grid cell with a title, labelled axes and a view (render/spectral.py ``_Plot``); its
-``data`` attribute keeps what it last drew (a spike raster: ``RasterPlot``), for tests and exports. Each can be made a piece at a time
-(``Plot.in_steps(...)``, a generator returning the plot) as well as at once (``Plot(...)``).
+``data`` attribute keeps what it last drew, for tests and exports (a spike raster: ``RasterPlot``). Each can be
+made a piece at a time (``Plot.in_steps(...)``, a generator returning the plot) as well as at once (``Plot(...)``).
 """
 from __future__ import annotations
 

@@ -167,4 +167,5 @@ class Simulation:
         return xr.Dataset(data, coords=coords, attrs=run_attributes(model))
 
     def __repr__(self) -> str:
-        return f"<latticelab {self.model.title}, step {self.step}, {self.model.backend_name} [{self.model.device_name}]>"
+        model = self.model
+        return f"<latticelab {model.title}, step {self.step}, {model.backend_name} [{model.device_name}]>"

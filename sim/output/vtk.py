@@ -79,7 +79,8 @@ def legacy_vtk(fields: dict, spacing: float, title: str) -> bytes:
 
 def collection_xml(entries: list[tuple[float, int, str]]) -> bytes:
     """A ParaView .pvd collection: (time, part, file) per data set."""
-    rows = "\n".join(f'    <DataSet timestep="{t!r}" part="{part}" file={quoteattr(name)}/>' for t, part, name in entries)
+    rows = "\n".join(f'    <DataSet timestep="{t!r}" part="{part}" file={quoteattr(name)}/>'
+                     for t, part, name in entries)
     return ('<?xml version="1.0"?>\n<VTKFile type="Collection" version="0.1" byte_order="LittleEndian">\n'
             f"  <Collection>\n{rows}\n  </Collection>\n</VTKFile>\n").encode()
 
