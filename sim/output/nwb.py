@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import tempfile
 import uuid
 from pathlib import Path
 
 import numpy as np
 
-from latticelab.sim.io import OutputError, OutputExists, check_output
-from latticelab.sim.output.extras import require
+from latticelab.sim.io import OutputError, check_output
+from latticelab.sim.output.extras import require, write_by_name
 from latticelab.sim.output.metadata import run_attributes, time_units
 
 
@@ -90,28 +88,11 @@ def write_nwb(path, model, spikes: tuple, band: tuple[int, int], times, values: 
             rate = np.asarray(values[column.name], np.float64) * float(model.signal_rate)
             nwb.add_acquisition(TimeSeries(name=f"{column.name}_rate", description=f"firing rate per neuron: "
                                            f"{column.label}", data=rate, unit="Hz", timestamps=stamps))
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part.nwb", dir=folder)
-    os.close(fd)
-    try:
-        with NWBHDF5IO(tmp, mode="w") as io:
+
+    def write(name):
+        with NWBHDF5IO(name, mode="w") as io:
             io.write(nwb)
-        if overwrite:
-            os.replace(tmp, target)
-        else:
-            try:
-                os.link(tmp, target)
-            except FileExistsError:
-                raise OutputExists(target, "it exists already; choose another name or allow overwriting") from None
-            os.unlink(tmp)
-    except BaseException as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
-            raise OutputError(target, exc.strerror or str(exc), exc.errno) from None
-        raise
-    return target
+    return write_by_name(path, write, overwrite, suffix=".nwb")
 
 
 class NwbWriter:

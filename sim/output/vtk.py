@@ -158,32 +158,16 @@ def write_surface(path, volume: np.ndarray, level: float, spacing: float = 1.0, 
     """The iso-surface ``volume == level`` (marching cubes) as a triangle mesh in a .vtu file (meshio), with
     points in (x, y, z) = array axes (0, 1, 2) times ``spacing`` plus ``origin``, and the normals; an empty
     surface is written as no cells. Written atomically; an existing file is kept unless ``overwrite``."""
-    import os
-    import tempfile
     from latticelab.sim.analysis.marching_cubes import marching_cubes
-    from latticelab.sim.output.extras import require
+    from latticelab.sim.output.extras import require, write_by_name
     (meshio,) = require(path, "meshio")
     check_output(path, overwrite=overwrite)
     mesh = marching_cubes(np.asarray(volume, np.float64), float(level), method="numpy")
     points = np.asarray(mesh.vertices, np.float64) * spacing + np.asarray(origin, np.float64)
     cells = [("triangle", np.asarray(mesh.faces, np.int64))] if mesh.n_faces else []
     out = meshio.Mesh(points, cells, point_data={"normals": np.asarray(mesh.normals, np.float32)})
-    folder = Path(path).parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".vtu", dir=folder)
-    os.close(fd)
-    try:
-        meshio.write(tmp, out, file_format="vtu", binary=True)
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise OutputExists(path, "it exists already; choose another name or allow overwriting") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return Path(path)
+    return write_by_name(path, lambda name: meshio.write(name, out, file_format="vtu", binary=True), overwrite,
+                         suffix=".vtu")
 
 
 def write_spectrum_surface(path, spectrum: np.ndarray, level: float, overwrite: bool = False) -> Path:
