@@ -124,3 +124,28 @@ def test_nwb_output_of_a_model_without_spikes_is_refused(tmp_path, capsys):
     from latticelab.app.cli import main
     assert main(["run", "ising", "--L", "8", "--steps", "2", "--output", str(tmp_path / "x.nwb")]) == 2
     assert "records none" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
+def test_the_window_s_export_writes_the_recorded_band_and_refuses_without_a_recording(tmp_path):
+    """sim/output export_now (File > Export data... with .nwb): the spikes recorded so far for the raster's band,
+    with the plotted history; without a recording it says how to get one."""
+    pynwb = pytest.importorskip("pynwb")
+    from latticelab.sim.io import OutputError
+    from latticelab.sim.output import export_now
+    model = CortexModel(backend="numpy", L=16, k=10, r=4, seed=2, I_e=4.0)
+    with pytest.raises(OutputError, match="spike raster"):
+        export_now(tmp_path / "none.nwb", model)
+    model.record_spikes(range(10, 60))
+    times, eeg = [], []
+    for _ in range(30):
+        model.step(1)
+        times.append(model.time)
+        eeg.append(model.observables()["eeg"])
+    steps, indices = model.spike_recording.spikes()
+    values = {"eeg": np.array(eeg), "firing_e": np.zeros(30), "firing_i": np.zeros(30)}
+    path = export_now(tmp_path / "band.nwb", model, (np.array(times), values)).result(timeout=120)
+    with pynwb.NWBHDF5IO(str(path), "r") as io:
+        nwb = io.read()
+        assert nwb.units.id[:].tolist() == list(range(10, 60))
+        total = sum(len(nwb.units["spike_times"][i]) for i in range(50))
+        assert total == steps.size > 0 and np.array_equal(nwb.acquisition["eeg"].data[:], eeg)
