@@ -9,7 +9,17 @@ repository root to ``latticelab``), so an installed latticelab never clashes wit
 - ``latticelab.shaders``: GLSL sources (data);
 - ``latticelab.bench``: benchmarks; nothing in sim, render or app imports it.
 
+``latticelab.open`` (below) is the notebook API (sim/session.py, render/notebook.py).
 ``latticelab.__main__`` is the composition root that joins the application's commands and the benchmarks
 into the ``latticelab`` command.
 """
 __version__ = "0.2.0"
+
+
+def open(model: str = "ising", backend: str = "auto", **params):   # noqa: A001 (the notebook API's verb)
+    """A simulation of a registered model for notebooks and scripts: ``sim = latticelab.open("ising", L=1024)``,
+    then ``sim.run(1000)``, ``sim.to_xarray()``, ``sim.show()`` (docs/notebooks.md). The GUI libraries load only
+    when ``show`` or ``plots`` is called."""
+    # by name, when called: the subpackages import this module (for __version__), so it imports none of them
+    import importlib
+    return importlib.import_module("latticelab.render.notebook").open(model, backend, **params)

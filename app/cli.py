@@ -105,6 +105,25 @@ def check_record_options(args) -> None:
         raise UsageError(f"--fps: must be a number of frames per second in [0.1, 1000]; got {args.fps!r}")
 
 
+def add_output_options(group) -> None:
+    """--output and --every: fields and observables in a format other tools read (sim/output)."""
+    from latticelab.sim.output import known_suffixes
+    group.add_argument("--output", metavar="PATH", default=None,
+                       help=f"write fields and observables; the format follows the suffix: {known_suffixes()} "
+                            "(docs/output.md)")
+    group.add_argument("--every", type=_typed(int), default=1, metavar="N",
+                       help="with --output: a snapshot of the fields every N steps (default 1)")
+
+
+def _open_output(args, model):
+    """The writer of --output (None without it)."""
+    if not args.output:
+        return None
+    from latticelab.sim.output import open_output
+    inputs = {o.name: getattr(args, o.name) for o in type(model).run_options if not o.output and getattr(args, o.name)}
+    return open_output(args.output, model, every=args.every, overwrite=args.overwrite, inputs=inputs)
+
+
 def add_model_run_options(parser: argparse.ArgumentParser, cls) -> None:
     """The extra inputs and outputs a model declares for headless runs (``Model.run_options``, sim/model.py)."""
     if not cls.run_options:
@@ -138,6 +157,7 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
         g.add_argument("--equilibrate", type=int, default=0, help="steps to run before recording")
         g.add_argument("--csv", help="write one row per step with the observables to this file")
         g.add_argument("--overwrite", action="store_true", help="replace existing output files")
+        add_output_options(g)
         add_record_options(p.add_argument_group("movie (frames at one pixel per cell; 3D: the layers as tiles)"))
         add_model_run_options(p, cls)
         p.set_defaults(handler=run_model)
@@ -208,6 +228,12 @@ def _check_outputs(args, cls) -> dict[str, str]:
     outputs = {"--csv": args.csv}
     outputs.update({option_name(o.name): getattr(args, o.name) for o in cls.run_options if o.output})
     outputs = {k: v for k, v in outputs.items() if v}
+    if args.output:
+        from latticelab.sim.output import output_format
+        output_format(args.output)
+        if args.every < 1:
+            raise UsageError(f"--every: must be an integer >= 1 (steps between snapshots); got {args.every}")
+        outputs["--output"] = args.output
     seen: dict[str, str] = {}
     for option, path in outputs.items():
         key = os.path.abspath(path)
@@ -215,7 +241,11 @@ def _check_outputs(args, cls) -> dict[str, str]:
             raise UsageError(f"{option}: {path} is also the file of {seen.get(key, '--record')}; give each "
                              "output its own name")
         seen[key] = option
-        check_output(path, overwrite=args.overwrite)
+        if option == "--output":
+            from latticelab.sim.output import check_target
+            check_target(path, overwrite=args.overwrite)
+        else:
+            check_output(path, overwrite=args.overwrite)
     if args.record:
         from latticelab.sim.recording import check_target
         check_target(args.record, overwrite=args.overwrite)
@@ -246,6 +276,7 @@ def run_model(args) -> int:
 
     from latticelab.sim.io import open_atomic
     from latticelab.sim.models import get_model
+    from latticelab.sim.output import record_step
     from latticelab.sim.params import ParameterError
 
     cls = get_model(args.model)
@@ -260,6 +291,7 @@ def run_model(args) -> int:
     except ParameterError as exc:         # the model's own inputs (a file): name the option
         raise UsageError(f"{option_name(exc.parameter)}: {str(exc).removeprefix(exc.parameter + ': ')}") from None
     recorder = _recorder(args)
+    output = None
     names = [o.name for o in cls.declared_observables]
     time_column = cls.time_label.replace(" ", "_")
     rows = text_io.StringIO() if args.csv else None
@@ -287,6 +319,9 @@ def run_model(args) -> int:
             else:
                 bar = _progress(max(until - model.time, 0.0), "recording", cls.time_label, sys.stderr)
             _record_frame(recorder, model)
+            output = _open_output(args, model)
+            if output is not None:
+                output.snapshot(model)
             start = time.perf_counter()
             while (done < steps) if until is None else (model.time < until):
                 hooks.before_step(model)
@@ -297,6 +332,8 @@ def run_model(args) -> int:
                 if writer:
                     writer.writerow({time_column: model.time, **model.observables()})
                 _record_frame(recorder, model)
+                if output is not None:
+                    record_step(output, model)
                 bar.update(1 if until is None else min(model.time, until) - before)
             elapsed = time.perf_counter() - start
             bar.close()
@@ -311,11 +348,19 @@ def run_model(args) -> int:
             if recorder is not None:
                 result, recorder = recorder.close(), None
                 print(f"latticelab: {result.describe()}", file=sys.stderr)
+            if output is not None:
+                output.close()
+                print(f"latticelab: {output.describe()}", file=sys.stderr)
+                output = None
     except Interrupted as exc:
         if bar is not None:
             bar.close()
         if recorder is not None:
             recorder.abort()
+        if output is not None:             # what it holds up to here stays readable (and appendable)
+            output.close()
+            outputs.pop("--output", None)
+            print(f"latticelab: {output.describe()} up to step {model.step_count}", file=sys.stderr)
         total = args.equilibrate if phase == "equilibration" else (steps if until is None else None)
         completed = done - 1 if done and phase == "equilibration" else done    # the loop's step was cut short
         how_far = (f" of {total} steps" if total is not None
@@ -331,6 +376,8 @@ def run_model(args) -> int:
     except BaseException:
         if recorder is not None:
             recorder.abort()
+        if output is not None:
+            output.abort()
         raise
     for note in hooks.notes():
         print(f"latticelab: {note}", file=sys.stderr)

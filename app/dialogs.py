@@ -17,13 +17,13 @@ def confirm_replace(parent: QtWidgets.QWidget, path: Path) -> bool:
 
 def choose_output(parent: QtWidgets.QWidget, path, suffix: str, write, *, confirm: bool, say,
                   prefs=None, folder_key: str | None = None, what: str = "written",
-                  errors: tuple = (OSError,)) -> Path | None:
+                  errors: tuple = (OSError,), replace_folders: bool = False) -> Path | None:
     """The save-a-file sequence of the window and its docks: ``suffix`` added when missing; an existing file
     replaced only if the user agrees (``confirm``: asked once, No keeps it), else (scripts, or a folder in the
-    way) a free name beside it (sim/io.py ``free_path``); ``write(path, overwrite)`` writes it (returning the
-    path written, or None for ``path``); a failure to write (``errors``) is said (``say(text, error=True)``);
-    the folder is remembered (``prefs`` under ``folder_key``) for the next dialog. Returns the path written, or
-    None; the caller says what it wrote."""
+    way unless ``replace_folders``: a store that is a folder) a free name beside it (sim/io.py ``free_path``);
+    ``write(path, overwrite)`` writes it (returning the path written, or None for ``path``); a failure to write
+    (``errors``) is said (``say(text, error=True)``); the folder is remembered (``prefs`` under ``folder_key``)
+    for the next dialog. Returns the path written, or None; the caller says what it wrote."""
     from latticelab.sim.io import free_path
 
     path = Path(path)
@@ -31,7 +31,7 @@ def choose_output(parent: QtWidgets.QWidget, path, suffix: str, write, *, confir
         path = path.with_name(path.name + suffix)
     overwrite = False
     if path.exists():
-        if confirm and path.is_file():
+        if confirm and (path.is_file() or replace_folders):
             if not confirm_replace(parent, path):
                 say(f"not {what}: {path.name} exists and was kept", error=False)
                 return None

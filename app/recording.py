@@ -104,6 +104,9 @@ class Recording(QtCore.QObject):
         self._poll.timeout.connect(self.poll)
         self._finish_timer = QtCore.QTimer(self, interval=FINISH_POLL_MS)
         self._finish_timer.timeout.connect(self._check_finished)
+        self._exports: list = []                     # (path, Future) of data exports being written
+        self._export_timer = QtCore.QTimer(self, interval=FINISH_POLL_MS)
+        self._export_timer.timeout.connect(self._check_exports)
         self.label = QtWidgets.QLabel("", objectName="status_recording")
         self.label.setStyleSheet("QLabel { color: #ff3030; font-weight: bold; }")
         self.label.setContentsMargins(6, 0, 6, 0)
@@ -131,6 +134,10 @@ class Recording(QtCore.QObject):
             "Export plot data...", self.export_data_dialog,
             "Save the live plots' series as CSV (time, every observable; a header line with model, parameters, "
             "code version and backend)", "export_plot_data_action")
+        self.export_fields_action = self._action(
+            "Export data...", self.export_fields_dialog,
+            "Save the fields now and the plotted observables for other tools: a Zarr store (xarray, napari), "
+            "VTK (ParaView) or, for spiking networks, an NWB file of the recorded spikes", "export_fields_action")
         self.export_plots_action = self._action("Export plots as PNG...", self.export_plots_dialog,
                                                 "Save the live plots as drawn, as PNG", "export_plots_action")
         self.record_action = self._action("Record movie...", self.record_dialog,
@@ -148,7 +155,8 @@ class Recording(QtCore.QObject):
         after_exports = None       # right after "Export screenshot...", else at the end
         if export_action in actions and actions.index(export_action) + 1 < len(actions):
             after_exports = actions[actions.index(export_action) + 1]
-        file_menu.insertActions(after_exports, [self.export_data_action, self.export_plots_action])
+        file_menu.insertActions(after_exports, [self.export_fields_action, self.export_data_action,
+                                                self.export_plots_action])
         quit_action = w.quit_action
         before = None
         if quit_action in actions:
@@ -190,6 +198,48 @@ class Recording(QtCore.QObject):
         if path is not None:
             w.show_message(f"exported the plot data ({len(w.runner.history)} samples) to {path}")
         return path
+
+    def export_fields(self, path, confirm: bool = True):
+        """Write the fields now and the plot history in the format of ``path``'s suffix (sim/output); the copy
+        is taken now and the file written by a worker thread, the window told when it is done. Returns the
+        writing's Future, or None when nothing is written (a refused name, a kept file, an error said)."""
+        from latticelab.sim.output import export_now, output_format
+        w = self.window
+        path = Path(path)
+        try:
+            output_format(path)
+        except ParameterError as exc:
+            self._say(str(exc), error=True)
+            return None
+        started = []
+
+        def start(to, overwrite):
+            started.append(export_now(to, w.model, w.runner.history.arrays(), overwrite=overwrite))
+
+        path = choose_output(w, path, "", start, confirm=confirm, say=self._say, prefs=w.prefs,
+                             folder_key="folders/export", errors=(OSError, ParameterError), replace_folders=True)
+        if path is None:
+            return None
+        future = started[0]
+        w.show_message(f"exporting the data to {path} ...")
+        self._exports.append((path, future))
+        self._export_timer.start()
+        return future
+
+    def _check_exports(self) -> None:
+        for path, future in [e for e in self._exports if e[1].done()]:
+            self._exports.remove((path, future))
+            error = future.exception()
+            if error is None:
+                self.window.show_message(f"exported the data to {path}")
+            else:
+                self._say(f"could not write {path}: {error}", error=True)
+        if not self._exports:
+            self._export_timer.stop()
+
+    def export_fields_dialog(self) -> None:
+        self._export_dialog("Export data", ".zarr", "Zarr store (*.zarr);;NWB file, spike trains (*.nwb);;"
+                            "ParaView time series (*.pvd);;Legacy VTK (*.vtk)", self.export_fields)
 
     def export_plots(self, path, confirm: bool = True) -> Path | None:
         """Write the live plots as drawn (the plot canvas rendered) as PNG; returns the path, or None."""

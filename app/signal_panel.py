@@ -18,11 +18,11 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, class_has, info_label, install_dock,
-                                          labelled_steps, redraw)
+                                          labelled_steps, make_canvas, redraw)
 from latticelab.render.signal_plots import (EEG_COLOUR, PROBE_COLOUR, RATE_COLOURS, PeriodogramPlot,
-                                            TimePlot)
+                                            RasterPlot, TimePlot)
 from latticelab.sim.analysis import qeeg
-from latticelab.sim.model import HasEffectiveParameters, HasImpulse, HasProbe, HasSignal
+from latticelab.sim.model import HasEffectiveParameters, HasImpulse, HasProbe, HasSignal, RecordsSpikes
 from latticelab.sim.params import ParameterError
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 REFRESH_MS = 200
 MAX_SECONDS = 10                 # the longest signal shown (the thesis's tool: 1 to 10 s)
 DEFAULT_SECONDS = 2
+RASTER_NEURONS = 200             # the band of the spike raster at first: neurons 0 .. 199
 SPECTRUM_MAX_HZ = 100.0          # the periodogram is drawn up to here (the qEEG range ends at 65 Hz)
 CLICK_SLOP = 3.0                 # pixels a click may move and still pick a cell (more is a drag: panning)
 METRIC_ROWS = (("sen", "spectral entropy", "{:.3f}"), ("ppf", "peak frequency", "{:.2f} Hz"),
@@ -129,6 +130,23 @@ class SignalPanel(CapabilityDock):
         row.addWidget(self.impulse_button)
         layout.addLayout(row)
 
+        band = QtWidgets.QHBoxLayout()       # the spike raster's band of neurons (RecordsSpikes)
+        self.raster_first = QtWidgets.QSpinBox(objectName="raster_first", minimum=0, maximum=2 ** 31 - 1)
+        self.raster_count = QtWidgets.QSpinBox(objectName="raster_count", minimum=1, maximum=2 ** 31 - 1,
+                                               value=RASTER_NEURONS)      # limited to the model's at its start
+        self.raster_first.setToolTip("First neuron (flat index y L + x) of the spike raster")
+        self.raster_count.setToolTip("Number of neurons in the spike raster")
+        for box in (self.raster_first, self.raster_count):
+            box.valueChanged.connect(lambda _: self._band_changed())
+        self.raster_row = QtWidgets.QWidget(objectName="raster_row")
+        band.setContentsMargins(0, 0, 0, 0)
+        band.addWidget(QtWidgets.QLabel("raster: neurons from"))
+        band.addWidget(self.raster_first)
+        band.addWidget(QtWidgets.QLabel("count"))
+        band.addWidget(self.raster_count)
+        band.addStretch(1)
+        self.raster_row.setLayout(band)
+
         self.tabs = QtWidgets.QTabWidget(objectName="signal_tabs")
         self.metrics_table = self._table("metrics_table", ["qEEG", "value"], len(METRIC_ROWS))
         for r, (_, label, _) in enumerate(METRIC_ROWS):
@@ -141,6 +159,12 @@ class SignalPanel(CapabilityDock):
         self.tabs.addTab(self.probe_info, "Cell")
         self.effective_table = self._table("effective_table", ["parameter", "base", "effective", "unit"], 0)
         self.tabs.addTab(self.effective_table, "Parameters")
+        self.raster_tab = QtWidgets.QWidget(objectName="raster_tab")   # its canvas comes with a spiking model
+        raster_layout = QtWidgets.QVBoxLayout(self.raster_tab)
+        raster_layout.setContentsMargins(0, 0, 0, 0)
+        raster_layout.addWidget(self.raster_row)
+        self.raster_canvas = None
+        self.tabs.addTab(self.raster_tab, "Spikes")
         self.tabs.setMaximumHeight(230)
         layout.addWidget(self.tabs)
         self.info = info_label("signal_info")
@@ -203,6 +227,48 @@ class SignalPanel(CapabilityDock):
         self.tabs.setTabText(1, name.capitalize())
         self.tabs.setTabEnabled(1, isinstance(model, HasProbe))
         self.tabs.setTabEnabled(2, isinstance(model, HasEffectiveParameters))
+        self._start_raster(model)
+
+    # ==== the spike raster ======================================================================
+    def _start_raster(self, model) -> None:
+        """Record the spikes of the chosen band (a model that ``RecordsSpikes``), from now on."""
+        spikes = isinstance(model, RecordsSpikes)
+        self.tabs.setTabEnabled(self.tabs.indexOf(self.raster_tab), spikes)
+        if not spikes:
+            return
+        if self.raster_canvas is None:      # a canvas of its own: the signal plots' cached canvas stays as it is
+            self.raster_canvas = make_canvas("raster_canvas", (420, 200), (200, 120))
+            self.raster_plot = RasterPlot(self.raster_canvas.central_widget.add_grid(spacing=2, margin=4),
+                                          "spike raster", "time (ms)", "neuron")
+            self.raster_tab.layout().addWidget(self.raster_canvas.native, 1)
+        n = int(np.prod(model.shape))
+        for box, top in ((self.raster_first, n - 1), (self.raster_count, n)):
+            box.blockSignals(True)
+            box.setMaximum(top)
+            box.blockSignals(False)
+        first, count = self.raster_first.value(), min(self.raster_count.value(), n - self.raster_first.value())
+        model.record_spikes(range(first, first + count))
+
+    def _band_changed(self) -> None:
+        model = self._model()
+        if isinstance(model, RecordsSpikes) and not self.stepping():
+            self._start_raster(model)
+            self._draw_now()
+
+    def _draw_raster(self, model, span) -> None:
+        recording = model.spike_recording
+        if recording is None:
+            return
+        recording.drain()
+        steps, indices = recording.spikes()
+        keep_from = model.step_count - int(MAX_SECONDS * model.signal_rate)
+        recording.trains.drop_before(keep_from)
+        t = steps * (1000.0 / model.signal_rate)
+        shown = t >= span[0] if span is not None else np.ones(t.size, bool)
+        self.raster_plot.set_data(t[shown], indices[shown], (recording.first, recording.count), span)
+        last = recording.first + recording.count - 1
+        self.raster_plot.title.text = f"spike raster: neurons {recording.first}-{last} ({int(shown.sum()):,} spikes)"
+        redraw(self.raster_canvas)
 
     def restart(self) -> None:
         """Start the record again from the model's kept trace (after a reset or a load)."""
@@ -229,6 +295,8 @@ class SignalPanel(CapabilityDock):
         if record.periodogram.ready:
             self.spectrum_plot.set_data(record.periodogram.freqs, record.periodogram.psd)
         self._draw_rates(model, rows, t, span)
+        if isinstance(model, RecordsSpikes):
+            self._draw_raster(model, span)
         if isinstance(model, HasProbe):
             self._draw_probe(model, rows, t, span)
         if isinstance(model, HasEffectiveParameters):

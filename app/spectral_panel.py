@@ -81,6 +81,7 @@ EXPORTS = {  # kind: (file dialog filter, suffix, button text)
     "npz": ("Spectrum and spherical mean (*.npz)", ".npz", "Save NPZ…"),
     "spherical-csv": ("Spherical mean (*.csv)", ".csv", "Save mean CSV…"),
     "spectrum-csv": ("Spectrum, one row per mode (*.csv)", ".csv", "Save spectrum CSV…"),
+    "iso-vtu": ("Iso-surface of a 3D spectrum for ParaView (*.vtu)", ".vtu", "Save iso-surface…"),
 }
 
 
@@ -658,6 +659,8 @@ class SpectralPanel(QtWidgets.QDockWidget):
         if model is not None:
             meta = {"model": model.name, "field": main_field(model)[0], **model.params.model_dump(),
                     "step_count": model.step_count}
+            if len(model.shape) == 3:
+                meta["iso"] = self.iso_value()          # the surface the view shows (the iso-vtu export)
         return self.accumulator.record(**meta)
 
     def export(self, kind: str, path, confirm: bool = True) -> Path | None:

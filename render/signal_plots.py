@@ -4,8 +4,8 @@ scale (thesis 003, figure 8.11), and a length against time on log-log axes with 
 coarsening of phase separation, t^(1/3)).
 
 Each plot fills a VisPy grid cell with a title, labelled axes and a view (render/spectral.py ``_Plot``); its
-``data`` attribute keeps what it last drew, for tests and exports. Each can be made a piece at a time
-(``Plot.in_steps(...)``, a generator returning the plot) as well as at once (``Plot(...)``).
+``data`` attribute keeps what it last drew, for tests and exports (a spike raster: ``RasterPlot``). Each can be
+made a piece at a time (``Plot.in_steps(...)``, a generator returning the plot) as well as at once (``Plot(...)``).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ SPECTRUM_COLOUR = (0.35, 0.75, 1.0, 1.0)
 PROBE_COLOUR = (0.4, 0.95, 0.45, 1.0)
 RATE_COLOURS = ((1.0, 0.5, 0.45, 1.0), (0.7, 0.55, 1.0, 1.0))
 LENGTH_COLOUR = (0.3, 0.9, 0.9, 1.0)
+RASTER_COLOUR = (0.92, 0.92, 0.98, 1.0)
 GUIDE_COLOUR = (0.85, 0.85, 0.85, 0.7)
 
 
@@ -54,6 +55,29 @@ class TimePlot(_Plot):
         x = np.asarray(x_range if x_range is not None else (t[:1].tolist() + t[-1:].tolist()), np.float64)
         y = np.concatenate(ys) if ys else np.zeros(0)
         self._fit(x, y)
+
+
+class RasterPlot(_Plot):
+    """A spike raster: a dot at (time, neuron index) for each spike of a band of neurons."""
+
+    def _steps(self, parent_grid, title: str, x_label: str, y_label: str):
+        yield from super()._steps(parent_grid, title, x_label, y_label)
+        self.markers = scene.visuals.Markers(parent=self.view.scene)
+        self.markers.visible = False
+        self.data = None
+        yield "markers"
+
+    def set_data(self, t, neurons, band: tuple[int, int], x_range: tuple[float, float] | None = None) -> None:
+        """``t``: (n,) spike times; ``neurons``: (n,) their neurons' indices; ``band``: (first, count), the y
+        range; ``x_range``: the time span to show (default: the spikes')."""
+        t, neurons = np.asarray(t, np.float64), np.asarray(neurons, np.float64)
+        self.data = (t, neurons)
+        if t.size:
+            self.markers.set_data(np.column_stack([t, neurons]).astype(np.float32), size=3, edge_width=0,
+                                  face_color=RASTER_COLOUR, symbol="square")
+        self.markers.visible = bool(t.size)
+        x = np.asarray(x_range if x_range is not None else (t[:1].tolist() + t[-1:].tolist()), np.float64)
+        self._fit(x, np.array([band[0] - 0.5, band[0] + band[1] - 0.5]))
 
 
 class PeriodogramPlot(_Plot):

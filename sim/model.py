@@ -89,6 +89,7 @@ class Model(abc.ABC):
     small_example: ClassVar[dict] = {}
     format_1_layout: ClassVar[dict | None] = None
     run_options: ClassVar[tuple[RunOption, ...]] = ()
+    field_units: ClassVar[dict[str, str]] = {}     # units of ``fields()`` for data files (absent: "1")
 
     @classmethod
     def run_hooks(cls, values: dict) -> RunHooks:
@@ -169,6 +170,11 @@ class Model(abc.ABC):
     @abc.abstractmethod
     def step_count(self) -> int:
         """Steps taken since the last reset."""
+
+    @property
+    def grid_spacing(self) -> float:
+        """Distance between cell centres, in the model's unit of length (1: lattice units), for data files."""
+        return 1.0
 
     @property
     def time(self) -> float:
@@ -308,6 +314,22 @@ class HasSignal(Protocol):
         """Host (m, 1 + len(signal_columns)) array of the samples of the steps after step ``since``: column 0 is
         the number of steps taken when the sample was recorded (1, 2, ...; its time is that / ``signal_rate``
         seconds), then one column per ``signal_columns``. Only a bounded number of recent steps is kept."""
+
+
+@runtime_checkable
+class RecordsSpikes(Protocol):
+    """A network model that can record spike trains: which cells fired in which step (sim/output/nwb.py writes
+    them as an NWB Units table; the Signal dock draws a raster)."""
+
+    def record_spikes(self, neurons=None):
+        """Start recording the cells of ``neurons`` (None: all; a range of flat indices); returns the recording,
+        whose ``spikes()`` gives (steps int64, flat indices int32) ordered by step, then index, and whose
+        ``first`` and ``count`` are the band."""
+
+    def stop_recording_spikes(self):
+        """End the recording and return it (None when none was on)."""
+
+    spike_recording: object     # the recording on now, or None
 
 
 @runtime_checkable

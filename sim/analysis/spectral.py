@@ -239,7 +239,7 @@ class SpectrumRecord:
 
 # ------------------------------------------------------------------------------------------- export
 
-EXPORT_KINDS = ("npz", "spherical-csv", "spectrum-csv")
+EXPORT_KINDS = ("npz", "spherical-csv", "spectrum-csv", "iso-vtu")
 
 
 def _open_new(path: Path, overwrite: bool, binary: bool):
@@ -348,4 +348,9 @@ def export(record: SpectrumRecord, path, kind: str, overwrite: bool = False) -> 
         return save_spherical_csv(record, path, overwrite)
     if kind == "spectrum-csv":
         return save_spectrum_csv(record, path, overwrite)
+    if kind == "iso-vtu":       # for ParaView: the surface at the record's iso value (metadata "iso")
+        from latticelab.sim.output.vtk import write_spectrum_surface
+        if "iso" not in record.metadata:
+            raise ValueError("an iso-surface needs a 3D spectrum and its iso value")
+        return write_spectrum_surface(path, record.mean, record.metadata["iso"], overwrite=overwrite)
     raise ValueError(f"kind must be one of {', '.join(EXPORT_KINDS)}; got {kind!r}")

@@ -494,6 +494,10 @@ class CahnHilliardModel(Model):
         k_mean = float((weight * xp.arange(weight.size)).sum()) / total       # in mode numbers
         return self._params.L * self._params.dx / k_mean if k_mean > 0 else 0.0
 
+    @property
+    def grid_spacing(self) -> float:
+        return float(self._params.dx)
+
     def fields(self) -> dict:
         return {"phi": self.phi}
 

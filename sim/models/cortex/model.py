@@ -68,6 +68,7 @@ class CortexModel(Model):
         Observable("firing_i", "inhibitory firing fraction"),
     )
     time_label = "time (ms)"
+    field_units = {"v": "mV", "fired": "1"}
     state_format = 1
     small_example = {"L": 16, "k": 10, "r": 4}
     # extra inputs and outputs of `latticelab run cortex` (sim/model.py RunOption; CortexRun below)
@@ -220,6 +221,8 @@ class CortexModel(Model):
                 record.slot = self._step_count % TRACE_STEPS
                 self._phases.step(s, seed, self._step_count, self._inputs, self._table, self._w, record, union)
                 self._step_count += 1
+                if self._spikes is not None:
+                    self._spikes.record(s.data, self._step_count)
             return
         for _ in range(n):
             sums = self._phases.phase1(s, seed, self._step_count, self._inputs)
@@ -230,6 +233,8 @@ class CortexModel(Model):
             self._trace[slot, :3] = self._last
             self._trace[slot, 3] = s.v[self._probe]
             self._step_count += 1
+            if self._spikes is not None:
+                self._spikes.record(s.data, self._step_count)
 
     def advance(self, n: int, wait: bool = True) -> StepBatch:
         """n steps for a frame (the same trajectory as n calls of ``step(1)``): on the kernels, the union of the
@@ -257,6 +262,30 @@ class CortexModel(Model):
         times = np.arange(first + 1, first + n + 1, dtype=np.float64)
         observed = {"eeg": values[:, 0].copy(), "firing_e": values[:, 1].copy(), "firing_i": values[:, 2].copy()}
         return StepBatch(n, times, observed, union.view(xp.bool_).reshape(self.shape))
+
+    # ---- spike trains (RecordsSpikes, sim/model.py; spikes.py) -------------------------------------------
+    _spikes = None
+
+    def record_spikes(self, neurons=None):
+        """Record from now on which neurons of ``neurons`` (None: all; a range, or (first, count)) fire in each
+        step; returns the recording (its ``spikes()``: steps and neuron indices). Replaces an earlier one."""
+        from latticelab.sim.models.cortex.spikes import CudaSpikes, NumpySpikes
+        if isinstance(self._phases, CudaPhases):
+            self._spikes = CudaSpikes(self._phases.xp, self.n_neurons, neurons)
+        else:
+            self._spikes = NumpySpikes(self.n_neurons, neurons)
+        return self._spikes
+
+    def stop_recording_spikes(self):
+        """End the recording (its spikes stay readable); returns it, or None when none was on."""
+        recording, self._spikes = self._spikes, None
+        if recording is not None:
+            recording.drain()
+        return recording
+
+    @property
+    def spike_recording(self):
+        return self._spikes
 
     def changed(self):
         """Neurons that fired in the last step."""
