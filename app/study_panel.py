@@ -504,7 +504,13 @@ class StudyPanel(AnalysisDock):
             if study.path not in (FORM_NAME, "<study>") and Path(study.path).suffix == ".toml":
                 output = Path(study.path).with_suffix(".csv")
             else:
-                output = free_path(self.folder / f"study-{study.model}.csv")
+                # never a file the user did not choose: ask where (scripted: say so, nothing runs)
+                output = self._dialog("Results table", "Results tables (*.csv *.parquet)", save=True,
+                                      name=f"study-{study.model}.csv", confirm=True)
+                if output is None:
+                    self._message("table: choose the results table first (the field 'table', or Start asks "
+                                  "where)", error=True)
+                    return False
                 self.output_edit.setText(str(output))      # so Start after a Cancel resumes this table
         output = Path(output)
         self.study, self.output = study, output
@@ -714,12 +720,16 @@ class StudyPanel(AnalysisDock):
         redraw(self.canvas)    # its title and labels follow the quantity: every part
 
     # ---- files -----------------------------------------------------------------------------------------------------
-    def _dialog(self, title: str, filters: str, save: bool = False, name: str = "") -> Path | None:
+    def _dialog(self, title: str, filters: str, save: bool = False, name: str = "",
+                confirm: bool = False) -> Path | None:
+        """A file chosen by the user (None when not interactive or cancelled); ``confirm``: the save dialog asks
+        before an existing file is chosen."""
         if not self.interactive:
             return None
         if save:
+            options = QtWidgets.QFileDialog.Option(0) if confirm else QtWidgets.QFileDialog.Option.DontConfirmOverwrite
             path, _ = QtWidgets.QFileDialog.getSaveFileName(self, title, str(self.folder / name), filters,
-                                                            options=QtWidgets.QFileDialog.Option.DontConfirmOverwrite)
+                                                            options=options)
         else:
             path, _ = QtWidgets.QFileDialog.getOpenFileName(self, title, str(self.folder), filters)
         if not path:

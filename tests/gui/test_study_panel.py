@@ -339,3 +339,20 @@ def test_time_left_weighs_points_by_their_size():
     assert progress.time_left(now=6.0) == pytest.approx(6 * 36 / 16)
     assert format_duration(None) == "estimating…" and format_duration(75) == "1 min 15 s"
     assert format_duration(7300) == "2 h 01 min" and math.isclose(progress.work_done, 6 * 16 * 59)
+
+
+def test_start_without_a_chosen_table_writes_nothing(make_window, qtbot, tmp_path, monkeypatch):
+    """Issue 41 item 24: Start with an empty table field wrote study-ising.csv into the current folder; now it asks
+    (interactive) or says to choose one, and writes nothing."""
+    from PySide6 import QtWidgets
+    monkeypatch.chdir(tmp_path)
+    asked = []
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
+                        lambda *args, **kwargs: asked.append(args) or ("", ""))       # the user cancels
+    window = make_window(model="ising")
+    panel = window.study_panel
+    panel.form.backend.setCurrentText("numpy")
+    panel.output_edit.setText("")
+    assert not panel.start_from_form()
+    assert asked and "choose the results table" in panel.status.text()
+    assert list(tmp_path.iterdir()) == [] and not panel.running
