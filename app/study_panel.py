@@ -267,6 +267,8 @@ class Summary:
 def summarise(rows: list[dict], n_boot: int = BOOTSTRAP) -> Summary:
     """Curves and T_c of every group of rows (runs in a worker thread)."""
     from latticelab.sim.studies import tc
+    if not rows or not {"L", "T", "m2", "m4"} <= set(rows[0]):
+        return Summary([], len(rows))            # no Binder cumulant: the plots need no analysis
     groups = tc.group_rows(rows)
     results = []
     for key, group in groups.items():
@@ -282,11 +284,17 @@ def summarise(rows: list[dict], n_boot: int = BOOTSTRAP) -> Summary:
     return Summary(views, len(rows))
 
 
-def check_table_rows(path, rows) -> None:
-    missing = {"L", "T", "m2", "m4"} - set(rows[0]) if rows else set()
-    if missing:
-        raise ParameterError("table", f"{path} is not a results table of 'latticelab sweep' "
-                                      f"(no column {', '.join(sorted(missing))})")
+def check_table_rows(path, rows) -> list[dict]:
+    """The rows of a results table fit to show (a Binder table's impossible and repeated rows dropped, tc.py);
+    a file that is not a table of 'latticelab sweep' raises ParameterError."""
+    from latticelab.sim.studies.curves import measure_columns
+    if rows and ("model" not in rows[0] or not measure_columns(rows)):
+        raise ParameterError("table", f"{path} is not a results table of 'latticelab sweep' (no model column or "
+                                      "no measure with its _err column)")
+    if rows and {"L", "T", "m2", "m4"} <= set(rows[0]):
+        from latticelab.sim.studies.tc import validate_rows
+        rows, _ = validate_rows(rows, path)
+    return rows
 
 
 # ==== the sweep thread =============================================================================================
@@ -416,6 +424,19 @@ class StudyPanel(AnalysisDock):
         show.addWidget(self.quantity, 1)
         show.addWidget(self.group, 1)
         outer.addLayout(show)
+        axes = QtWidgets.QHBoxLayout()
+        self.x_param = QtWidgets.QComboBox(objectName="study_x")
+        self.x_param.setToolTip("The parameter along the plot's x axis (any parameter the table varies)")
+        self.by_param = QtWidgets.QComboBox(objectName="study_by")
+        self.by_param.setToolTip("One curve per value of this parameter (a ramp's up and down branches are "
+                                 "always two curves)")
+        for box in (self.x_param, self.by_param):
+            box.currentIndexChanged.connect(lambda _: self._draw())
+        axes.addWidget(QtWidgets.QLabel("against"))
+        axes.addWidget(self.x_param, 1)
+        axes.addWidget(QtWidgets.QLabel("by"))
+        axes.addWidget(self.by_param, 1)
+        outer.addLayout(axes)
         self.result_label = QtWidgets.QLabel("", objectName="study_result", wordWrap=True)
         self.result_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         outer.addWidget(self.result_label)
@@ -639,8 +660,7 @@ class StudyPanel(AnalysisDock):
 
         def job(emit, cancelled):
             from latticelab.sim.studies.tc import load_rows
-            rows = load_rows(path)
-            check_table_rows(path, rows)
+            rows = check_table_rows(path, load_rows(path))
             return rows, summarise(rows)
 
         self._generation += 1
@@ -683,7 +703,30 @@ class StudyPanel(AnalysisDock):
             if self._analysis_wanted:
                 self._analyse()
 
+    def _fill_choices(self) -> None:
+        """The measures and parameters of the rows shown, in the show / against / by boxes (choices kept)."""
+        from latticelab.sim.studies.curves import measure_columns, varying_parameters
+        measures = measure_columns(self.rows) or list(QUANTITIES)
+        params = [p for p in varying_parameters(self.rows) if p != "seed"] or ["T"]
+
+        def refill(box, items, preferred, blank=False):
+            current = box.currentData()
+            with QtCore.QSignalBlocker(box):
+                box.clear()
+                if blank:
+                    box.addItem("—", None)
+                for key in items:
+                    box.addItem(QUANTITIES[key][0] if box is self.quantity and key in QUANTITIES else key, key)
+                keep = box.findData(current) if current is not None else -1
+                choice = keep if keep >= 0 else next((box.findData(k) for k in preferred if box.findData(k) >= 0), 0)
+                box.setCurrentIndex(max(choice, 0))
+        refill(self.quantity, measures, ("binder", "spectral_entropy", "coarsening_exponent"))
+        refill(self.x_param, params, ("T",))
+        x = self.x_param.currentData()
+        refill(self.by_param, [p for p in params if p != x], ("L",) if x == "T" else (), blank=True)
+
     def _show_summary(self, summary: Summary) -> None:
+        self._fill_choices()
         self.summary = summary
         current = self.group.currentText()
         with QtCore.QSignalBlocker(self.group):
@@ -692,7 +735,6 @@ class StudyPanel(AnalysisDock):
                 self.group.addItem(view.name)
             index = self.group.findText(current)
             self.group.setCurrentIndex(max(index, 0))
-        self.group.setVisible(len(summary.groups) > 1)
         self._draw()
         if summary.rows == len(self.rows) and not self._analysis_wanted:
             self.shown.emit()
@@ -708,8 +750,17 @@ class StudyPanel(AnalysisDock):
                 return            # drawn when the dock is shown
             self._make_plot()
         view = self.current_group()
-        quantity = self.quantity.currentData()
-        if view is None:
+        quantity = self.quantity.currentData() or "binder"
+        x, by = self.x_param.currentData() or "T", self.by_param.currentData()
+        binder_view = x == "T" and by == "L" and quantity in QUANTITIES
+        self.group.setVisible(binder_view and self.summary is not None and len(self.summary.groups) > 1)
+        if not binder_view:                     # any measure against any parameter, every row
+            from latticelab.sim.studies.curves import curves, varying_parameters
+            others = tuple(p for p in varying_parameters(self.rows) if p not in ("seed", x, by))
+            self.plot.set_data(curves(self.rows, quantity, x, by, others), quantity, None, x_label=x,
+                               label=self.quantity.currentText())
+            self.result_label.setText("")
+        elif view is None:
             self.plot.set_data({}, quantity, None)
             self.result_label.setText("")
         else:
