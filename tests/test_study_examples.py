@@ -22,7 +22,8 @@ def table(path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-@pytest.mark.parametrize("name", ["ising-binder-2d", "cortex-anaesthesia", "cahn-hilliard-coarsening"])
+@pytest.mark.parametrize("name", ["ising-binder-2d", "cortex-anaesthesia", "cahn-hilliard-coarsening",
+                                  "cortex-lambda-scan-gpu"])
 def test_the_examples_parse_in_both_forms(name):
     full, quick = load_study(EXAMPLES / f"{name}.toml"), load_study(EXAMPLES / f"{name}.toml", quick=True)
     assert 0 < len(quick.points) < len(full.points) or quick.points[0].measurements < full.points[0].measurements

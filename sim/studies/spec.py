@@ -1,29 +1,42 @@
 """Study files: a grid of model parameters and how to measure at each point, read from TOML and validated
-against the model's own schema before anything runs.
+against the model's own schema and study capability (capability.py) before anything runs.
 
 ```toml
-model = "ising"                 # any registered model
+model = "ising"                 # any registered model that declares the study capability
 
 [parameters]                    # fixed parameters (fields of the model's schema)
 dim = 2
 algorithm = "swendsen-wang"
 
-[grid]                          # every combination is one point; a list, or {start, stop, num} (linspace)
-L = [8, 16, 32]
-p = [0.0]
+[grid]                          # every combination is one point: a list, {start, stop, num} (linear) or
+L = [8, 16, 32]                 # {start, stop, num, scale = "log"}
 T = {start = 2.20, stop = 2.34, num = 8}
-seed = [1, 2, 3, 4]
 
-[run]
-equilibrate = 500               # steps before the first measurement
-decorrelate = 1                 # steps between measurements
-measurements = 2000             # configurations measured per point
+[[schedule]]                    # changes of live parameters at model times within each point (optional)
+at = 400
+T = 2.3
+
+[ramp]                          # optional: up (and back down) through values of one live parameter in one
+parameter = "T"                 # continuing run, a row per stage tagged branch = up / down
+values = [2.2, 2.3, 2.4]
+down = true
+settle = 100                    # model time at each new value before its window (default: equilibrate)
+
+[run]                           # times in the model's own units (sweeps, ms, simulated time)
+equilibrate = 500               # before the first sample
+decorrelate = 1                 # between samples
+measurements = 2000             # samples per window
+repeats = 4                     # seeds 1..4 (or grid.seed)
 backend = "auto"                # auto, cuda or numpy
-blocks = 32                     # blocks for the blocking / jackknife errors
-# quantities = ["energy", "binder"]   # default: every quantity the model can give
+blocks = 32                     # blocks for the errors (at most measurements)
+measures = ["energy", "binder"] # default: every measure the model has
+
+[quick.run]                     # `sweep --quick`: these keys replace the file's own
+measurements = 200
 ```
 
-Every bad value is reported with its key and the line it is on (``StudyError``, all problems at once).
+Every bad value is reported with its key and the line it is on (``StudyError``, all problems at once). The
+number of points is counted from the grid before any is built (at most MAX_POINTS).
 """
 from __future__ import annotations
 
