@@ -723,7 +723,8 @@ class StudyPanel(AnalysisDock):
         refill(self.quantity, measures, ("binder", "spectral_entropy", "coarsening_exponent"))
         refill(self.x_param, params, ("T",))
         x = self.x_param.currentData()
-        refill(self.by_param, [p for p in params if p != x], ("L",) if x == "T" else (), blank=True)
+        sizes = ["L"] if self.rows and "L" in self.rows[0] and "L" not in params else []   # Binder curves by L
+        refill(self.by_param, [p for p in params if p != x] + sizes, ("L",) if x == "T" else (), blank=True)
 
     def _show_summary(self, summary: Summary) -> None:
         self._fill_choices()
