@@ -119,3 +119,14 @@ def test_a_schedule_and_a_ramp_name_a_parameter_that_is_not_live():
     assert "2 problems" in message
     assert "schedule[1].L (line 8): is not a live parameter of cahn-hilliard" in message
     assert "ramp.parameter (line 12): must be a live parameter of cahn-hilliard" in message
+
+
+def test_every_problem_of_every_section_is_reported_at_once():
+    text = ('model = "cortex"\n[grid]\nL = [4]\nlambda_tau_e = [1.0]\n[ramp]\nparameter = "lambda_tau_e"\n'
+            'values = [1]\n[run]\nequilibrate = -1\ndecorrelate = 1\nmeasurements = 4\nblocks = 9\n'
+            '[[schedule]]\nat = -3\nk = 4\n')
+    with pytest.raises(Exception) as info:
+        parse_study(text, "bad.toml")
+    assert [(key, line) for key, line, _ in info.value.problems] == [
+        ("run.equilibrate", 9), ("run.blocks", 12), ("schedule[1].at", 13), ("schedule[1].k", 13),
+        ("ramp.parameter", 6), ("ramp.values", 7)]

@@ -359,7 +359,10 @@ def parse_study(text: str, path: str = "<study>", quick: bool = False) -> Study:
     try:
         spec = StudyFile.model_validate(raw)
     except pydantic.ValidationError as exc:
-        raise StudyError(path, problems + _pydantic_problems(exc, text)) from None
+        problems += _pydantic_problems(exc, text)
+        spec = _repaired(raw, exc)            # the file's other sections are still checked below
+        if spec is None:
+            raise StudyError(path, problems) from None
 
     if spec.model not in model_names():
         raise StudyError(path, [("model", key_line(text, ("model",)),
@@ -439,9 +442,9 @@ def parse_study(text: str, path: str = "<study>", quick: bool = False) -> Study:
         key = f"schedule[{i + 1}]"
         line = _nth_table_line(text, "schedule", i)
         at = entry.get("at")
-        if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at) or at < 0:
+        bad_time = isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at) or at < 0
+        if bad_time:
             problems.append((f"{key}.at", line, f"must be a model time >= 0 (when the change applies); got {at!r}"))
-            continue
         values = {k: v for k, v in entry.items() if k != "at"}
         if not values:
             problems.append((key, line, "changes nothing; give at least one live parameter"))
@@ -449,7 +452,8 @@ def parse_study(text: str, path: str = "<study>", quick: bool = False) -> Study:
             if name not in live:
                 problems.append((f"{key}.{name}", line, f"is not a live parameter of {spec.model} (one that changes "
                                                         f"on a running model); allowed: {', '.join(sorted(live))}"))
-        schedule.append((float(at), tuple(values.items())))
+        if not bad_time:
+            schedule.append((float(at), tuple(values.items())))
     schedule.sort(key=lambda c: c[0])
 
     # the ramp: up (and down) through values of one live parameter, one row per stage
@@ -467,7 +471,7 @@ def parse_study(text: str, path: str = "<study>", quick: bool = False) -> Study:
         except ValueError as exc:
             up = []
             problems.append(("ramp.values", where("ramp", "values"), str(exc)))
-        if len(up) < 2 and not problems:
+        if len(up) < 2:
             problems.append(("ramp.values", where("ramp", "values"), "needs at least two values"))
         down = list(reversed(up[:-1])) if ramp.down else []
         stages = tuple([("up", v) for v in up] + [("down", v) for v in down])
@@ -528,6 +532,35 @@ def parse_study(text: str, path: str = "<study>", quick: bool = False) -> Study:
         raise StudyError(path, [("grid", where("grid"), "names the same point twice")])
     return Study(path=path, model=spec.model, points=points, quantities=measures, unavailable=dict(missing),
                  grid_keys=tuple(names), ramp=ramp.parameter if ramp else None)
+
+
+_PLACEHOLDERS = {"equilibrate": 0, "decorrelate": 1, "measurements": 2, "model": ""}
+
+
+def _repaired(raw: dict, exc: pydantic.ValidationError):
+    """The file with each value pydantic refused replaced by a harmless one (or left out), validated, so the
+    checks that follow can report the file's other problems too; None when that fails."""
+    import copy
+    fixed = copy.deepcopy(raw)
+    for error in exc.errors(include_url=False):
+        loc = [str(p) for p in error["loc"] if str(p) not in _UNION_TAGS]
+        if not loc:
+            return None
+        parent = fixed
+        for part in loc[:-1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+            if parent is None:
+                break
+        if len(loc) >= 2 and loc[0] in ("grid", "parameters", "quick"):
+            fixed.get(loc[0], {}).pop(loc[1], None)
+        elif isinstance(parent, dict) and loc[-1] in _PLACEHOLDERS:
+            parent[loc[-1]] = _PLACEHOLDERS[loc[-1]]
+        elif isinstance(parent, dict):
+            parent.pop(loc[-1], None)
+    try:
+        return StudyFile.model_validate(fixed)
+    except pydantic.ValidationError:
+        return None
 
 
 class _Located(Exception):

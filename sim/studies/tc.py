@@ -70,8 +70,9 @@ def validate_rows(rows: list[dict], path="table") -> tuple[list[dict], list[str]
     from latticelab.sim.params import ParameterError
     missing = {"L", "T", "m2", "m4"} - set(rows[0]) if rows else set()
     if missing:
-        raise ParameterError("table", f"{path} is not a results table of 'latticelab sweep' "
-                                      f"(no column {', '.join(sorted(missing))})")
+        raise ParameterError("table", f"{path} is not the table of a Binder study (no column "
+                                      f"{', '.join(sorted(missing))}): tc finds T_c from the Binder cumulants of "
+                                      "sizes L at temperatures T")
     kept, notes, seen = [], [], {}
     for line, row in enumerate(rows, 2):
         L, T = row.get("L"), row.get("T")
