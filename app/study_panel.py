@@ -132,6 +132,9 @@ class StudyForm(QtWidgets.QWidget):
             box.setMinimumWidth(44)
         layout.addRow("steps", steps)
         layout.addRow("backend", self.backend)
+        self.measures = QtWidgets.QLineEdit(objectName="study_measures", minimumWidth=60)
+        self.measures.setToolTip("The measures to record, separated by commas; empty: every measure the model has")
+        layout.addRow("measures", self.measures)
         self.model.currentIndexChanged.connect(lambda _: self._model_changed())
         self._model_changed()
 
@@ -152,6 +155,8 @@ class StudyForm(QtWidgets.QWidget):
         schema = get_model(name).Params
         names = [n for n in schema.model_fields if n not in AXES][:2]
         self.others.setPlaceholderText(", ".join(f"{n} = …" for n in names))
+        from latticelab.sim.studies.capability import all_measures
+        self.measures.setPlaceholderText("all: " + ", ".join(all_measures(get_model(name))))
 
     def fill_from(self, model) -> None:
         """Take the running model's kind, its variant fields (e.g. a dimension) and T as starting values."""
@@ -195,6 +200,9 @@ class StudyForm(QtWidgets.QWidget):
                                   "num": self.t_count.value()}, "seed": seeds, **grid}
         run = {name: box.value() for name, box in self.run.items()}
         run["backend"] = self.backend.currentText()
+        measures = [m for m in re.split(r"[,\s;]+", self.measures.text().strip()) if m]
+        if measures:
+            run["measures"] = measures
         return parameters, grid, run, problems
 
     def text(self) -> str:
@@ -215,7 +223,7 @@ class StudyForm(QtWidgets.QWidget):
     def widget_for(self, key: str) -> QtWidgets.QWidget | None:
         if key.startswith("run."):
             name = key.split(".")[1]
-            return self.run.get(name) or (self.backend if name == "backend" else None)
+            return self.run.get(name) or {"backend": self.backend, "measures": self.measures}.get(name)
         if key.startswith("grid.T"):
             return self.t_count if key.endswith(".num") else self.t_from
         if key in ("grid.L", "grid.seed", "model"):

@@ -15,7 +15,7 @@ pytest.importorskip("pytestqt")
 
 from gui_helpers import type_into  # noqa: E402
 
-from latticelab.app.study_panel import StudyPanel  # noqa: E402
+from latticelab.app.study_panel import ERROR_STYLE, StudyPanel  # noqa: E402
 from latticelab.render.study_plots import MARK_COLOUR, MARKER_SIZE  # noqa: E402
 from latticelab.sim.studies import parse_study  # noqa: E402
 from latticelab.sim.studies.point import TIMING_COLUMNS, run_point  # noqa: E402
@@ -390,3 +390,18 @@ def test_a_ramp_table_plots_a_measure_against_the_ramped_parameter_in_two_colour
     for i, branch in enumerate(plot.curves):
         assert plot.colours[branch] == series_colour(i)
         assert colour_pixels(image, series_colour(i), tolerance=30) > 20, branch
+
+
+def test_the_form_chooses_the_measures(make_window, qtbot, tmp_path):
+    """Issue 42: the measures a study records are chosen in the form (empty: all); a wrong one is marked."""
+    window = make_window(L=8)
+    panel = window.study_panel
+    form = panel.form
+    assert "binder" in form.measures.placeholderText()
+    assert set(form.study().measures) >= {"binder", "heat_capacity", "flipped_fraction"}
+    type_into(form.measures, "binder, m2")
+    assert form.study().measures == ("binder", "m2")
+    type_into(form.measures, "binder, entropy")
+    assert not panel.start_from_form(output=str(tmp_path / "t.csv"))
+    assert "run.measures" in panel.status.text() and "'entropy' is not a measure of ising" in panel.status.text()
+    assert form.measures.styleSheet() == ERROR_STYLE and not (tmp_path / "t.csv").exists()
