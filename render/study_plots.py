@@ -113,7 +113,8 @@ class StudyPlot(_Plot):
     def _draw_legend(self) -> None:
         for text in self.legend:
             text.parent = None
-        self.legend = [scene.visuals.Text(f"L = {L}" if isinstance(L, int) else str(L), color=colour, font_size=7, anchor_x="left", anchor_y="bottom",
+        self.legend = [scene.visuals.Text(f"L = {L}" if isinstance(L, int) else str(L), color=colour, font_size=7,
+                                          anchor_x="left", anchor_y="bottom",
                                           parent=self.view) for L, colour in self.colours.items()]
         self._place_legend()
 

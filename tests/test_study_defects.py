@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import math
-import textwrap
 
 import numpy as np
 import pytest

@@ -571,5 +571,6 @@ class _Located(Exception):
 
 def _nth_table_line(text: str, name: str, index: int) -> int | None:
     """Line of the ``index``-th ``[[name]]`` header."""
-    found = [n for n, line in enumerate(text.splitlines(), 1) if re.match(rf"^\s*\[\[\s*{re.escape(name)}\s*\]\]", line)]
+    header = re.compile(rf"^\s*\[\[\s*{re.escape(name)}\s*\]\]")
+    found = [n for n, line in enumerate(text.splitlines(), 1) if header.match(line)]
     return found[index] if index < len(found) else None

@@ -199,7 +199,8 @@ def describe_header_change(found: list[str], wanted: list[str]) -> str:
     only_here = [c for c in wanted if c not in found]
     parts = []
     if only_there:
-        parts.append(f"columns only in the table: {', '.join(only_there[:6])}" + (" ..." if len(only_there) > 6 else ""))
+        more = " ..." if len(only_there) > 6 else ""
+        parts.append(f"columns only in the table: {', '.join(only_there[:6])}{more}")
     if only_here:
         parts.append(f"columns this study writes: {', '.join(only_here[:6])}" + (" ..." if len(only_here) > 6 else ""))
     if not parts:

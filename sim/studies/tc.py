@@ -310,7 +310,8 @@ def describe(result: GroupResult, varying: set[str] | None = None) -> str:
     if result.T_c is None:
         lines.append(f"T_c({name}): no Binder crossing (sizes L = {', '.join(map(str, result.Ls))})")
     else:
-        sys = f" +- {result.T_c_sys:.2g} (finite-size shift {result.shift:+.2g})" if math.isfinite(result.T_c_sys)             else ""
+        sys = (f" +- {result.T_c_sys:.2g} (finite-size shift {result.shift:+.2g})"
+               if math.isfinite(result.T_c_sys) else "")
         lines.append(f"T_c({name}) = {result.T_c:.6g} +- {result.T_c_err:.2g} (stat){sys}   U* = {result.U_c:.4f}")
         if result.interval is not None:
             lo, hi = result.interval
