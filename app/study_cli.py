@@ -30,6 +30,9 @@ def add_study_commands(subparsers, parser_class) -> None:
                                      "is installed); default: the study file's name with .csv")
     sweep.add_argument("--overwrite", action="store_true",
                        help="start the table afresh instead of resuming the existing one")
+    sweep.add_argument("--quick", action="store_true",
+                       help="the study file's quick form: its [quick] tables over its own (fewer points, shorter "
+                            "runs, the same measures); default table: the study's name with -quick.csv")
     sweep.set_defaults(handler=run_sweep_command)
 
     tc = subparsers.add_parser("tc", help="critical temperatures from the Binder crossings of a results table")
@@ -45,8 +48,9 @@ def run_sweep_command(args) -> int:
     from latticelab.sim.studies import load_study
     from latticelab.sim.studies.sweep import run_sweep
 
-    study = load_study(args.study)                      # StudyError (a ParameterError): one message, exit 2
-    out = args.out or str(Path(args.study).with_suffix(".csv"))
+    study = load_study(args.study, quick=args.quick)    # StudyError (a ParameterError): one message, exit 2
+    stem = Path(args.study).with_suffix("")
+    out = args.out or f"{stem}{'-quick' if args.quick else ''}.csv"
     for quantity, reason in study.unavailable.items():
         print(f"latticelab: {quantity} unavailable: {reason}", file=sys.stderr)
     where = (f"on {args.scheduler}" if args.scheduler else
@@ -73,18 +77,27 @@ def run_tc_command(args) -> int:
     import os
 
     from latticelab.sim.params import ParameterError
-    from latticelab.sim.studies.tc import analyse, describe, load_rows, plot, varying_keys
+    from latticelab.sim.studies.tc import analyse, describe, load_rows, plot, validate_rows, varying_keys
 
+    if args.bootstrap < 2:
+        raise ParameterError("bootstrap", f"must be a whole number >= 2 (samples for the errors); got {args.bootstrap}")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ParameterError("plot", "the figures need matplotlib: pip install 'latticelab[study]' "
+                                         "(or run .ci/setup, which installs it)") from None
     if not os.path.isfile(args.table):
         raise ParameterError("table", f"{args.table} is not a file")
     rows = load_rows(args.table)
-    missing = {"L", "T", "m2", "m4"} - set(rows[0] if rows else {"L", "T", "m2", "m4"})
-    if missing:
-        raise ParameterError("table", f"{args.table} is not a results table of 'latticelab sweep' "
-                                      f"(no column {', '.join(sorted(missing))})")
     if not rows:
         print(f"latticelab: {args.table} has no rows", file=sys.stderr)
         return 1
+    rows, notes = validate_rows(rows, args.table)
+    for note in notes:
+        print(f"latticelab: {args.table}: {note}", file=sys.stderr)
+    if not rows:
+        raise ParameterError("table", f"{args.table}: no row is fit for the analysis")
     results = analyse(rows, n_boot=args.bootstrap)
     varying = varying_keys(results)
     for result in results:

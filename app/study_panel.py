@@ -132,6 +132,9 @@ class StudyForm(QtWidgets.QWidget):
             box.setMinimumWidth(44)
         layout.addRow("steps", steps)
         layout.addRow("backend", self.backend)
+        self.measures = QtWidgets.QLineEdit(objectName="study_measures", minimumWidth=60)
+        self.measures.setToolTip("The measures to record, separated by commas; empty: every measure the model has")
+        layout.addRow("measures", self.measures)
         self.model.currentIndexChanged.connect(lambda _: self._model_changed())
         self._model_changed()
 
@@ -152,6 +155,8 @@ class StudyForm(QtWidgets.QWidget):
         schema = get_model(name).Params
         names = [n for n in schema.model_fields if n not in AXES][:2]
         self.others.setPlaceholderText(", ".join(f"{n} = …" for n in names))
+        from latticelab.sim.studies.capability import all_measures
+        self.measures.setPlaceholderText("all: " + ", ".join(all_measures(get_model(name))))
 
     def fill_from(self, model) -> None:
         """Take the running model's kind, its variant fields (e.g. a dimension) and T as starting values."""
@@ -195,6 +200,9 @@ class StudyForm(QtWidgets.QWidget):
                                   "num": self.t_count.value()}, "seed": seeds, **grid}
         run = {name: box.value() for name, box in self.run.items()}
         run["backend"] = self.backend.currentText()
+        measures = [m for m in re.split(r"[,\s;]+", self.measures.text().strip()) if m]
+        if measures:
+            run["measures"] = measures
         return parameters, grid, run, problems
 
     def text(self) -> str:
@@ -215,7 +223,7 @@ class StudyForm(QtWidgets.QWidget):
     def widget_for(self, key: str) -> QtWidgets.QWidget | None:
         if key.startswith("run."):
             name = key.split(".")[1]
-            return self.run.get(name) or (self.backend if name == "backend" else None)
+            return self.run.get(name) or {"backend": self.backend, "measures": self.measures}.get(name)
         if key.startswith("grid.T"):
             return self.t_count if key.endswith(".num") else self.t_from
         if key in ("grid.L", "grid.seed", "model"):
@@ -267,6 +275,8 @@ class Summary:
 def summarise(rows: list[dict], n_boot: int = BOOTSTRAP) -> Summary:
     """Curves and T_c of every group of rows (runs in a worker thread)."""
     from latticelab.sim.studies import tc
+    if not rows or not {"L", "T", "m2", "m4"} <= set(rows[0]):
+        return Summary([], len(rows))            # no Binder cumulant: the plots need no analysis
     groups = tc.group_rows(rows)
     results = []
     for key, group in groups.items():
@@ -282,11 +292,17 @@ def summarise(rows: list[dict], n_boot: int = BOOTSTRAP) -> Summary:
     return Summary(views, len(rows))
 
 
-def check_table_rows(path, rows) -> None:
-    missing = {"L", "T", "m2", "m4"} - set(rows[0]) if rows else set()
-    if missing:
-        raise ParameterError("table", f"{path} is not a results table of 'latticelab sweep' "
-                                      f"(no column {', '.join(sorted(missing))})")
+def check_table_rows(path, rows) -> list[dict]:
+    """The rows of a results table fit to show (a Binder table's impossible and repeated rows dropped, tc.py);
+    a file that is not a table of 'latticelab sweep' raises ParameterError."""
+    from latticelab.sim.studies.curves import measure_columns
+    if rows and ("model" not in rows[0] or not measure_columns(rows)):
+        raise ParameterError("table", f"{path} is not a results table of 'latticelab sweep' (no model column or "
+                                      "no measure with its _err column)")
+    if rows and {"L", "T", "m2", "m4"} <= set(rows[0]):
+        from latticelab.sim.studies.tc import validate_rows
+        rows, _ = validate_rows(rows, path)
+    return rows
 
 
 # ==== the sweep thread =============================================================================================
@@ -416,6 +432,19 @@ class StudyPanel(AnalysisDock):
         show.addWidget(self.quantity, 1)
         show.addWidget(self.group, 1)
         outer.addLayout(show)
+        axes = QtWidgets.QHBoxLayout()
+        self.x_param = QtWidgets.QComboBox(objectName="study_x")
+        self.x_param.setToolTip("The parameter along the plot's x axis (any parameter the table varies)")
+        self.by_param = QtWidgets.QComboBox(objectName="study_by")
+        self.by_param.setToolTip("One curve per value of this parameter (a ramp's up and down branches are "
+                                 "always two curves)")
+        for box in (self.x_param, self.by_param):
+            box.currentIndexChanged.connect(lambda _: self._draw())
+        axes.addWidget(QtWidgets.QLabel("against"))
+        axes.addWidget(self.x_param, 1)
+        axes.addWidget(QtWidgets.QLabel("by"))
+        axes.addWidget(self.by_param, 1)
+        outer.addLayout(axes)
         self.result_label = QtWidgets.QLabel("", objectName="study_result", wordWrap=True)
         self.result_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         outer.addWidget(self.result_label)
@@ -504,7 +533,13 @@ class StudyPanel(AnalysisDock):
             if study.path not in (FORM_NAME, "<study>") and Path(study.path).suffix == ".toml":
                 output = Path(study.path).with_suffix(".csv")
             else:
-                output = free_path(self.folder / f"study-{study.model}.csv")
+                # never a file the user did not choose: ask where (scripted: say so, nothing runs)
+                output = self._dialog("Results table", "Results tables (*.csv *.parquet)", save=True,
+                                      name=f"study-{study.model}.csv", confirm=True)
+                if output is None:
+                    self._message("table: choose the results table first (the field 'table', or Start asks "
+                                  "where)", error=True)
+                    return False
                 self.output_edit.setText(str(output))      # so Start after a Cancel resumes this table
         output = Path(output)
         self.study, self.output = study, output
@@ -632,8 +667,7 @@ class StudyPanel(AnalysisDock):
 
         def job(task):
             from latticelab.sim.studies.tc import load_rows
-            rows = load_rows(path)
-            check_table_rows(path, rows)
+            rows = check_table_rows(path, load_rows(path))
             return rows, summarise(rows)
 
         self._generation += 1
@@ -671,7 +705,31 @@ class StudyPanel(AnalysisDock):
             if self._analysis_wanted:
                 self._analyse()
 
+    def _fill_choices(self) -> None:
+        """The measures and parameters of the rows shown, in the show / against / by boxes (choices kept)."""
+        from latticelab.sim.studies.curves import measure_columns, varying_parameters
+        measures = measure_columns(self.rows) or list(QUANTITIES)
+        params = [p for p in varying_parameters(self.rows) if p != "seed"] or ["T"]
+
+        def refill(box, items, preferred, blank=False):
+            current = box.currentData()
+            with QtCore.QSignalBlocker(box):
+                box.clear()
+                if blank:
+                    box.addItem("—", None)
+                for key in items:
+                    box.addItem(QUANTITIES[key][0] if box is self.quantity and key in QUANTITIES else key, key)
+                keep = box.findData(current) if current is not None else -1
+                choice = keep if keep >= 0 else next((box.findData(k) for k in preferred if box.findData(k) >= 0), 0)
+                box.setCurrentIndex(max(choice, 0))
+        refill(self.quantity, measures, ("binder", "spectral_entropy", "coarsening_exponent"))
+        refill(self.x_param, params, ("T",))
+        x = self.x_param.currentData()
+        sizes = ["L"] if self.rows and "L" in self.rows[0] and "L" not in params else []   # Binder curves by L
+        refill(self.by_param, [p for p in params if p != x] + sizes, ("L",) if x == "T" else (), blank=True)
+
     def _show_summary(self, summary: Summary) -> None:
+        self._fill_choices()
         self.summary = summary
         current = self.group.currentText()
         with QtCore.QSignalBlocker(self.group):
@@ -680,7 +738,6 @@ class StudyPanel(AnalysisDock):
                 self.group.addItem(view.name)
             index = self.group.findText(current)
             self.group.setCurrentIndex(max(index, 0))
-        self.group.setVisible(len(summary.groups) > 1)
         self._draw()
         if summary.rows == len(self.rows) and not self._analysis_wanted:
             self.shown.emit()
@@ -696,8 +753,17 @@ class StudyPanel(AnalysisDock):
                 return            # drawn when the dock is shown
             self._make_plot()
         view = self.current_group()
-        quantity = self.quantity.currentData()
-        if view is None:
+        quantity = self.quantity.currentData() or "binder"
+        x, by = self.x_param.currentData() or "T", self.by_param.currentData()
+        binder_view = x == "T" and by == "L" and quantity in QUANTITIES
+        self.group.setVisible(binder_view and self.summary is not None and len(self.summary.groups) > 1)
+        if not binder_view:                     # any measure against any parameter, every row
+            from latticelab.sim.studies.curves import curves, varying_parameters
+            others = tuple(p for p in varying_parameters(self.rows) if p not in ("seed", x, by))
+            self.plot.set_data(curves(self.rows, quantity, x, by, others), quantity, None, x_label=x,
+                               label=self.quantity.currentText())
+            self.result_label.setText("")
+        elif view is None:
             self.plot.set_data({}, quantity, None)
             self.result_label.setText("")
         else:
@@ -708,12 +774,16 @@ class StudyPanel(AnalysisDock):
         redraw(self.canvas)    # its title and labels follow the quantity: every part
 
     # ---- files -----------------------------------------------------------------------------------------------------
-    def _dialog(self, title: str, filters: str, save: bool = False, name: str = "") -> Path | None:
+    def _dialog(self, title: str, filters: str, save: bool = False, name: str = "",
+                confirm: bool = False) -> Path | None:
+        """A file chosen by the user (None when not interactive or cancelled); ``confirm``: the save dialog asks
+        before an existing file is chosen."""
         if not self.interactive:
             return None
         if save:
+            options = QtWidgets.QFileDialog.Option(0) if confirm else QtWidgets.QFileDialog.Option.DontConfirmOverwrite
             path, _ = QtWidgets.QFileDialog.getSaveFileName(self, title, str(self.folder / name), filters,
-                                                            options=QtWidgets.QFileDialog.Option.DontConfirmOverwrite)
+                                                            options=options)
         else:
             path, _ = QtWidgets.QFileDialog.getOpenFileName(self, title, str(self.folder), filters)
         if not path:

@@ -1,7 +1,8 @@
-"""The Study dock's plot (issue 11) as a VisPy scene view, no Qt: one quantity of a critical-temperature study
-against T -- the Binder cumulant U, the heat capacity C_v or the susceptibility chi -- as points with error
-bars joined by lines, one colour per lattice size L with a legend, and the estimated T_c as a vertical line
-with its error band and a caption (thesis 003, figures 7.26 and 7.27).
+"""The Study dock's plot as a VisPy scene view, no Qt: one measure of a study against a parameter as points
+with error bars joined by lines, one colour per series (a value of a second parameter, a branch of a ramp) with
+a legend; for a critical-temperature study -- the Binder cumulant U, the heat capacity C_v or the
+susceptibility chi against T, one series per lattice size L -- the estimated T_c as a vertical line with its
+error band and a caption (thesis 003, figures 7.26 and 7.27).
 
 The data come ready from sim/studies/tc.py (``curve_points``, ``analyse_group``): this module only draws.
 """
@@ -27,6 +28,7 @@ QUANTITIES = {   # table column -> (plot title, y-axis label)
 MARKER_SIZE = 9
 LEGEND_WIDTH = 70      # pixels from the right edge of the plot where the legend starts
 LEGEND_LINE = 15       # pixels between legend lines
+LEGEND_CHAR = 6        # pixels a legend character takes (font size 7), for long series names
 
 
 def series_colour(index: int) -> tuple:
@@ -62,14 +64,16 @@ class StudyPlot(_Plot):
         self.colours: dict = {}
         self.t_c = None
 
-    def set_data(self, curves: dict, quantity: str = "binder", t_c: tuple[float, float] | None = None) -> None:
-        if quantity not in QUANTITIES:
-            raise ValueError(f"quantity: must be one of {', '.join(QUANTITIES)}; got {quantity!r}")
+    def set_data(self, curves: dict, quantity: str = "binder", t_c: tuple[float, float] | None = None,
+                 x_label: str = "T", label: str | None = None) -> None:
+        """``curves``: series -> (x, mean, error), in legend order (an int series is a size: "L = 8"); ``quantity``
+        a table column (the Binder-study ones have their own titles), ``label`` its name for people."""
         self.quantity, self.curves, self.t_c = quantity, dict(curves), t_c
-        title, y_label = QUANTITIES[quantity]
+        title, y_label = QUANTITIES.get(quantity, (f"{label or quantity} against {x_label}", quantity))
         self.title.text = title
         self.y_axis.axis.axis_label = y_label
-        self.colours = {L: series_colour(i) for i, L in enumerate(sorted(curves))}
+        self.x_axis.axis.axis_label = x_label
+        self.colours = {key: series_colour(i) for i, key in enumerate(curves)}
         self._draw_series()
         self._draw_legend()
         xs = [c[0] for c in curves.values()]
@@ -87,7 +91,7 @@ class StudyPlot(_Plot):
 
     def _draw_series(self) -> None:
         points, point_colours, segments, segment_colours = [], [], [], []
-        for L, (T, mean, err) in sorted(self.curves.items()):
+        for L, (T, mean, err) in self.curves.items():
             colour = self.colours[L]
             xy = np.column_stack([T, mean])
             points.append(xy)
@@ -109,14 +113,16 @@ class StudyPlot(_Plot):
     def _draw_legend(self) -> None:
         for text in self.legend:
             text.parent = None
-        self.legend = [scene.visuals.Text(f"L = {L}", color=colour, font_size=7, anchor_x="left", anchor_y="bottom",
+        self.legend = [scene.visuals.Text(f"L = {L}" if isinstance(L, int) else str(L), color=colour, font_size=7,
+                                          anchor_x="left", anchor_y="bottom",
                                           parent=self.view) for L, colour in self.colours.items()]
         self._place_legend()
 
     def _place_legend(self) -> None:
         width = float(self.view.size[0])
+        room = max([LEGEND_WIDTH] + [LEGEND_CHAR * len(t.text) + 8 for t in self.legend])
         for i, text in enumerate(self.legend):
-            text.pos = (max(width - LEGEND_WIDTH, 8.0), 6 + LEGEND_LINE * i)
+            text.pos = (max(width - room, 8.0), 6 + LEGEND_LINE * i)
 
     def _draw_t_c(self, x, y) -> None:
         t_c = self.t_c

@@ -60,14 +60,16 @@ def test_a_study_file_gives_every_grid_point_validated():
     (("T = {start = 2.0, stop = 2.5, num = 3}", "T = {start = 2.0, stop = 2.5, num = 0}"), "grid.T.num", 9, ">= 1"),
     (("T = {start = 2.0, stop = 2.5, num = 3}", 'T = "hot"'), "grid.T", 9, "list of values"),
     (("measurements = 40", "measurements = 1"), "run.measurements", 15, "must be >= 2; got 1"),
-    (("decorrelate = 2", "decorrelate = 2.5"), "run.decorrelate", 14, "integer"),
+    (("decorrelate = 2", "decorrelate = 0"), "run.decorrelate", 14, "must be > 0; got 0"),
+    (("measurements = 40", "measurements = 2.5"), "run.measurements", 15, "integer"),
     (('backend = "numpy"', 'backend = "gpu"'), "run.backend", 16, "'auto', 'cuda' or 'numpy'"),
     (("equilibrate = 10", "equilibrate = 10\nsteps = 3"), "run.steps", 14, "unknown key"),
     (('algorithm = "metropolis"', 'algorithm = "fast"'), "parameters.algorithm", 5, "hybrid"),
     (("dim = 2", "dim = 2\nspeed = 3"), "parameters.speed", 5, "not a parameter of ising"),
     (('model = "ising"', 'model = "potts"'), "model", 1, "one of ising"),
     (("seed = [1, 2]", "seed = []"), "grid.seed", 10, "empty"),
-    (("[run]", "[run]\nquantities = [\"binder\", \"entropy\"]"), "run.quantities", 13, "'entropy' is not a quantity"),
+    (("[run]", "[run]\nquantities = [\"binder\", \"entropy\"]"), "run.quantities", 13,
+     "'entropy' is not a measure of ising; allowed: flipped_fraction, energy"),
     (("L = [4, 8]", "L = [4, 8\n"), "study", 10, "not valid TOML"),
 ])
 def test_a_bad_study_file_names_the_key_and_line(change, key, line, words):
@@ -88,17 +90,14 @@ def test_every_problem_of_a_study_file_is_reported_at_once():
     assert "2 problems" in str(info.value)
 
 
-def test_a_model_without_magnetisation_says_what_is_unavailable():
-    text = 'model = "cahn-hilliard"\n[grid]\nL = [8]\n[run]\nequilibrate = 1\ndecorrelate = 1\nmeasurements = 2\n'
+def test_a_measure_the_model_does_not_declare_is_refused_with_the_allowed_ones():
+    text = ('model = "cahn-hilliard"\n[grid]\nL = [8]\n[run]\nequilibrate = 1\ndecorrelate = 1\nmeasurements = 2\n'
+            'measures = ["binder"]\n')
     with pytest.raises(StudyError) as info:
         parse_study(text, "ch.toml")
     message = str(info.value)
-    assert "ch.toml: model (line 1)" in message and "gives none of the measured quantities" in message
-    assert "no 'energy' observable" in message and "no 'magnetisation' observable" in message
-    asked = text.replace("[run]", '[run]\nquantities = ["binder"]')
-    with pytest.raises(StudyError, match=r"run.quantities \(line \d+\): model 'cahn-hilliard' declares no "
-                                         r"'magnetisation' observable, so binder cannot be measured"):
-        parse_study(asked, "ch.toml")
+    assert message.startswith("ch.toml: run.measures (line 8): 'binder' is not a measure of cahn-hilliard; allowed: ")
+    assert "coarsening_exponent" in message and "free_energy" in message
 
 
 # ---- one point ----------------------------------------------------------------------------------------------

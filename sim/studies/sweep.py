@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import logging
 import os
 import re
@@ -35,11 +36,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from latticelab.sim.io import OutputError, check_output, write_atomic
-from latticelab.sim.studies.point import columns, run_point
+from latticelab.sim.studies.point import run_task, study_columns
 from latticelab.sim.studies.spec import Study
 
 log = logging.getLogger(__name__)
 RETRIES = 2
+# a local cluster's scheduler and its dashboard (a web page with the tasks, and a way to inspect them) listen on
+# this machine only, never on every interface
+LOCALHOST = "127.0.0.1"
+DASHBOARD = f"{LOCALHOST}:0"
+SCHEDULER_TIMEOUT = "20s"        # how long to try to reach a --scheduler
 
 
 def has_pyarrow() -> bool:
@@ -111,29 +117,67 @@ def _typed_columns(header, rows):
     return out
 
 
+@contextlib.contextmanager
+def table_lock(csv_path: Path):
+    """Hold an exclusive lock on the table's folder (``flock`` on the directory, so no lock file is left
+    behind): two sweeps writing one table take turns, each reading the other's rows before writing."""
+    try:
+        import fcntl
+    except ImportError:                  # no flock on this platform: writes are still atomic
+        yield
+        return
+    fd = os.open(csv_path.parent if str(csv_path.parent) else ".", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)                     # closing releases the lock
+
+
 class Table:
-    """The results table: header + text rows in grid order, rewritten atomically on every ``add``."""
+    """The results table: header + text rows, ours in grid order, then any others another sweep wrote. Every
+    write happens under ``table_lock`` and merges the rows on disk first, so two sweeps of one table (other
+    seeds, say) keep each other's rows."""
 
     def __init__(self, csv_path: Path, parquet_path: Path | None, header: list[str], order: dict[str, int]):
         self.csv_path, self.parquet_path, self.header, self.order = csv_path, parquet_path, header, order
         self.rows: dict[str, dict[str, str]] = {}
 
-    def load(self) -> None:
-        """Take the rows of an existing table (resume); a file that is not such a table is refused."""
-        header, rows = read_csv_rows(self.csv_path)
+    def read_disk(self) -> dict[str, dict[str, str]]:
+        """The rows in the file now (none when there is no file); a file that is not such a table is refused."""
+        if not os.path.exists(self.csv_path):
+            return {}
+        try:
+            header, rows = read_csv_rows(self.csv_path)
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise OutputError(self.csv_path, f"it exists and is not a results table ({exc}); use --overwrite to "
+                                             "replace it, or another --out") from None
         if header != self.header:
-            raise OutputError(self.csv_path, "it exists and is not a results table of this model (its columns "
-                                             "differ); use --overwrite to replace it, or another --out")
-        for row in rows:
-            self.rows[row["point"]] = row
+            raise OutputError(self.csv_path, "it exists and is not a results table of this study "
+                              + describe_header_change(header, self.header)
+                              + "; use --overwrite to replace it, or another --out")
+        return {row["point"]: row for row in rows}
+
+    def load(self) -> None:
+        """Take the rows of an existing table (resume)."""
+        self.rows.update(self.read_disk())
 
     def add(self, row: dict) -> None:
-        self.rows[row["point"]] = {c: _text(row.get(c)) for c in self.header}
-        self.write()
+        self.add_rows([row])
+
+    def add_rows(self, rows: list[dict]) -> None:
+        with table_lock(self.csv_path):
+            on_disk = self.read_disk()
+            for key, row in on_disk.items():
+                self.rows.setdefault(key, row)
+            for row in rows:
+                self.rows[row["point"]] = {c: _text(row.get(c)) for c in self.header}
+            self.write()
 
     def sorted_rows(self) -> list[dict[str, str]]:
         later = len(self.order)
-        return sorted(self.rows.values(), key=lambda r: self.order.get(r["point"], later))
+        keyed = list(self.rows.values())
+        return sorted(keyed, key=lambda r: self.order.get(r["point"], later))
 
     def csv_text(self) -> str:
         buffer = io.StringIO()
@@ -148,6 +192,50 @@ class Table:
         if self.parquet_path is not None:
             data = parquet_bytes(self.header, self.sorted_rows())
             write_atomic(self.parquet_path, lambda f: f.write(data), overwrite=True)
+
+
+def describe_header_change(found: list[str], wanted: list[str]) -> str:
+    only_there = [c for c in found if c not in wanted]
+    only_here = [c for c in wanted if c not in found]
+    parts = []
+    if only_there:
+        more = " ..." if len(only_there) > 6 else ""
+        parts.append(f"columns only in the table: {', '.join(only_there[:6])}{more}")
+    if only_here:
+        parts.append(f"columns this study writes: {', '.join(only_here[:6])}" + (" ..." if len(only_here) > 6 else ""))
+    if not parts:
+        parts.append("(its columns are in another order)")
+    return "(" + "; ".join(parts) + ")" if parts[0][0] != "(" else parts[0]
+
+
+def protocol_conflict(rows, study) -> str | None:
+    """How the rows already in a table were measured differently from ``study`` (run settings, schedule, ramp),
+    in words; None when they agree. Rows of one table must share their protocol: ``tc`` and the plots pool rows
+    across seeds and would mix two protocols."""
+    if not rows or not study.points:
+        return None
+    wanted = study.points[0].protocol
+    for row in rows:
+        text = row.get("protocol") or ""
+        try:
+            found = json.loads(text) if text else None
+        except ValueError:
+            found = None
+        if not isinstance(found, dict):
+            return f"the row {row.get('point')} has no readable protocol"
+        if found != json.loads(json.dumps(wanted)):
+            diffs = []
+            for k in sorted(set(found) | set(wanted)):
+                a, b = found.get(k), json.loads(json.dumps(wanted.get(k)))
+                if a != b:
+                    diffs.append(f"{k} = {_short(a)} in the table, {_short(b)} in this study")
+            return "; ".join(diffs)
+    return None
+
+
+def _short(value) -> str:
+    text = json.dumps(value) if not isinstance(value, (int, float)) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def parquet_bytes(header, rows) -> bytes:
@@ -211,7 +299,7 @@ def local_cluster(workers: int | str = "auto", processes: bool = True):
             pass
         else:
             return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus[:n]), threads_per_worker=1,
-                                    dashboard_address=":0")
+                                    host=LOCALHOST, dashboard_address=DASHBOARD)
         from distributed import Nanny, Scheduler, SpecCluster
         from latticelab.sim.studies.worker_setup import AFFINITY_VARIABLE
         affinity = gpu_cpu_affinity()
@@ -223,11 +311,14 @@ def local_cluster(workers: int | str = "auto", processes: bool = True):
             if gpus[i] in affinity:
                 env[AFFINITY_VARIABLE] = affinity[gpus[i]]
             specs[f"gpu-{gpus[i]}"] = {"cls": Nanny, "options": {
-                "nthreads": 1, "env": env, "preload": ["latticelab.sim.studies.worker_setup"]}}
-        return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}})
+                "nthreads": 1, "host": LOCALHOST, "env": env, "preload": ["latticelab.sim.studies.worker_setup"]}}
+        return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {
+            "host": LOCALHOST, "dashboard_address": DASHBOARD}})
     from distributed import LocalCluster
     n = (os.cpu_count() or 1) if workers in (None, "auto") else int(workers)
-    return LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=":0")
+    where = {"host": LOCALHOST} if processes else {}       # in-process workers talk without sockets
+    return LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=DASHBOARD,
+                        **where)
 
 
 @contextlib.contextmanager
@@ -237,7 +328,13 @@ def dask_client(scheduler: str | None = None, workers: int | str | None = None, 
     if not logging.getLogger().isEnabledFor(logging.INFO):      # Dask logs each start at INFO; -v shows it
         logging.getLogger("distributed").setLevel(logging.WARNING)
     if scheduler:
-        client = Client(scheduler, timeout="30s")
+        try:
+            client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
+            from latticelab.sim.params import ParameterError
+            raise ParameterError("scheduler", f"cannot reach a Dask scheduler at {scheduler!r} within "
+                                              f"{SCHEDULER_TIMEOUT} ({type(exc).__name__}); give the address "
+                                              "'tcp://HOST:PORT' of a running scheduler") from None
         try:
             yield client
         finally:
@@ -319,21 +416,25 @@ def run_sweep(study: Study, out, *, scheduler: str | None = None, workers: int |
     points still to run. ``control``: pause / cancel from another thread (a cancelled sweep returns with
     ``cancelled`` set).
     """
-    from latticelab.sim.models import get_model
     csv_path, parquet_path = table_paths(out)
-    header = columns(get_model(study.model))
-    table = Table(csv_path, parquet_path, header, {p.key: i for i, p in enumerate(study.points)})
-    if os.path.exists(csv_path) and not overwrite:
-        check_output(csv_path, overwrite=True)
-        table.load()
-    else:
-        check_output(csv_path, overwrite=overwrite)
-        if parquet_path is not None:
-            check_output(parquet_path, overwrite=overwrite or not os.path.exists(parquet_path))
-    todo = [p for p in study.points if p.key not in table.rows]
+    header = study_columns(study)
+    order = {key: i for i, key in enumerate(k for p in study.points for k in p.row_keys)}
+    table = Table(csv_path, parquet_path, header, order)
+    with table_lock(csv_path):
+        if os.path.exists(csv_path) and not overwrite:
+            check_output(csv_path, overwrite=True)
+            table.load()
+            conflict = protocol_conflict(list(table.rows.values()), study)
+            if conflict:
+                raise OutputError(csv_path, f"it holds rows of another study definition ({conflict}); give another "
+                                            "--out, or --overwrite to replace it")
+        else:
+            check_output(csv_path, overwrite=overwrite)
+            if parquet_path is not None:
+                check_output(parquet_path, overwrite=overwrite or not os.path.exists(parquet_path))
+            table.write()                       # the header at once: the output is claimed and checked
+    todo = [p for p in study.points if not all(k in table.rows for k in p.row_keys)]
     result = SweepResult(csv_path, parquet_path, skipped=len(study.points) - len(todo))
-    if not table.rows or overwrite:
-        table.write()                           # the header at once: the output is claimed and checked
 
     if on_start is not None:
         on_start(table.sorted_rows(), todo)
@@ -342,18 +443,19 @@ def run_sweep(study: Study, out, *, scheduler: str | None = None, workers: int |
     bar = tqdm(total=len(study.points), initial=result.skipped, unit="point", dynamic_ncols=True,
                disable=(None if progress is None else not progress), file=sys.stderr, desc=Path(study.path).name)
 
-    def finished(row):
-        table.add(row)
+    def finished(rows):
+        table.add_rows(rows)
         result.done += 1
         bar.update(1)
         if on_row is not None:
-            on_row(row)
+            for row in rows:
+                on_row(row)
 
     checkpoint = control.checkpoint if control is not None else None
     try:
         if scheduler is None and workers is None:
             for point in todo:
-                finished(run_point(point, checkpoint=checkpoint))
+                finished(run_task(point, checkpoint=checkpoint))
         elif todo:
             if control is not None:
                 control.raise_if_cancelled()
@@ -406,7 +508,7 @@ def _run_on_dask(client, todo, finished, result, control: SweepControl | None = 
             while pending and len(in_flight) < limit and not (control is not None and control.paused):
                 point = pending.pop(0)
                 # Dask starts queued tasks by priority (higher first): the remaining count keeps the order above
-                future = client.submit(run_point, point, key=f"latticelab-point-{point.key}", pure=False,
+                future = client.submit(run_task, point, key=f"latticelab-point-{point.key}", pure=False,
                                        retries=RETRIES, priority=len(pending))
                 in_flight[future] = point
             if not in_flight:              # paused with nothing running: wait for resume or cancel
@@ -420,12 +522,12 @@ def _run_on_dask(client, todo, finished, result, control: SweepControl | None = 
             for future in [f for f in in_flight if f in done]:     # in submission order
                 point = in_flight.pop(future)
                 try:
-                    row = future.result()
+                    rows = future.result()
                 except Exception as exc:        # a point that failed on every try (KilledWorker included)
                     result.failed.append((point, f"{type(exc).__name__}: {exc}"))
                     log.warning("point %s failed: %s", point.values, exc)
                     continue
-                finished(row)
+                finished(rows)
     except BaseException:
         client.cancel(list(in_flight))
         raise

@@ -1,14 +1,26 @@
 """T_c from a results table: Binder-cumulant crossings of the U(T) curves of consecutive lattice sizes.
 
-Rows are grouped by every parameter except L, T and seed (so one group per p, dimension, ...). Per (L, T)
-the seeds are pooled: U = 1 - <m^4> / (3 <m^2>^2) from the mean moments over seeds. For each pair of
+The rows are checked first (``validate_rows``): a table whose L or T is not a number is refused; rows whose
+moments cannot be (not finite, <m^4> outside [<m^2>^2, <m^2>], a Binder cumulant that disagrees with them) and
+repeated rows are dropped, each with a note.
+
+Rows are grouped by the model's parameters except L, T and seed (so one group per p, dimension, ...). Per
+(L, T) the seeds are pooled: U = 1 - <m^4> / (3 <m^2>^2) from the mean moments over seeds. For each pair of
 consecutive sizes the crossing is where U_larger - U_smaller changes sign from + (below T_c the larger
-lattice is more ordered) to -, found by linear interpolation between the measured temperatures; T_c is the
-mean of the pair crossings. Its error comes from a bootstrap over the seeds (the seed rows of every (L, T) are
-resampled with replacement); with one seed per (L, T), U is resampled from its jackknife error instead.
+lattice is more ordered) to -, found by linear interpolation between the measured temperatures.
+
+The crossing of sizes L and bL is shifted from T_c by a finite-size correction ~ L^-x, x = 1/nu + omega. With
+two or more crossings the shift of the largest pair is estimated from the data: with the two largest pairs'
+crossings T1 (sizes L1, b L1) and T2 (L2 = c L1), T_c = T2 + (T2 - T1) / (c^x - 1), taken over x in
+[SHIFT_EXPONENTS] (bracketing 2D Ising, x = 1 + 2, and 3D Ising, x ~ 2.4, down to 1): T_c is the middle of
+that range and half its width is the systematic error. The statistical error is a bootstrap over seeds and
+blocks: the seed rows of every (L, T) are resampled with replacement, and each drawn row's U moved by a
+normal deviate of its own blocking (jackknife) error; with one seed per (L, T) only the latter. The reported
+interval is T_c +- (2 sigma + systematic). With one pair, its crossing is reported with no shift estimated.
 """
 from __future__ import annotations
 
+import csv
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -16,19 +28,95 @@ from pathlib import Path
 
 import numpy as np
 
-GROUP_EXCLUDED = {"L", "T", "seed", "equilibrate", "decorrelate", "measurements", "blocks", "point", "wall_s",
-                  "backend", "device", "code_version", "n_sites", "abs_rho_next"}
+AXES = ("L", "T", "seed")
+SHIFT_EXPONENTS = (1.0, 3.0)      # range of x = 1/nu + omega taken for the finite-size shift of the crossings
 
 
 def load_rows(path) -> list[dict]:
-    """The rows of a results table (CSV or Parquet), values typed (int, float, text; empty -> None)."""
+    """The rows of a results table (CSV or Parquet), values typed (int, float, text; empty -> None). A file that
+    is not such a table raises ParameterError('table', ...)."""
+    from latticelab.sim.params import ParameterError
     from latticelab.sim.studies.sweep import parse_row, read_csv_rows
     path = Path(path)
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-        return pq.read_table(path).to_pylist()
-    _, rows = read_csv_rows(path)
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ParameterError("table", f"{path}: reading Parquet needs pyarrow: pip install "
+                                          "'latticelab[study]' (or give the .csv table)") from None
+        try:
+            return pq.read_table(path).to_pylist()
+        except Exception as exc:       # pyarrow's errors for a damaged file vary
+            raise ParameterError("table", f"{path} is not a readable Parquet table ({type(exc).__name__})") from None
+    try:
+        _, rows = read_csv_rows(path)
+    except UnicodeDecodeError as exc:
+        raise ParameterError("table", f"{path} is not a CSV text table (byte {exc.start} is not UTF-8)") from None
+    except csv.Error as exc:
+        raise ParameterError("table", f"{path} is not a CSV text table ({exc})") from None
+    except OSError as exc:
+        raise ParameterError("table", f"{path} cannot be read: {exc.strerror or exc}") from None
     return [parse_row(row) for row in rows]
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def validate_rows(rows: list[dict], path="table") -> tuple[list[dict], list[str]]:
+    """(rows fit for the analysis, notes on those dropped). L and T must be numbers in every row (else
+    ParameterError naming the line); rows with impossible moments and repeated rows are dropped with a note.
+    Line numbers count the CSV header as line 1."""
+    from latticelab.sim.params import ParameterError
+    missing = {"L", "T", "m2", "m4"} - set(rows[0]) if rows else set()
+    if missing:
+        raise ParameterError("table", f"{path} is not the table of a Binder study (no column "
+                                      f"{', '.join(sorted(missing))}): tc finds T_c from the Binder cumulants of "
+                                      "sizes L at temperatures T")
+    kept, notes, seen = [], [], {}
+    for line, row in enumerate(rows, 2):
+        L, T = row.get("L"), row.get("T")
+        if not (isinstance(L, int) and not isinstance(L, bool) and L > 0):
+            raise ParameterError("table", f"{path}: line {line}: L must be a positive whole number; got {L!r}")
+        if not (_number(T) and math.isfinite(T)):
+            raise ParameterError("table", f"{path}: line {line}: T must be a finite number; got {T!r}")
+        why = _impossible(row)
+        if why:
+            notes.append(f"line {line} dropped: {why}")
+            continue
+        key = row.get("point") or tuple(sorted((k, repr(v)) for k, v in row.items() if k not in ("wall_s",)))
+        if key in seen:
+            notes.append(f"line {line} dropped: it repeats line {seen[key]}")
+            continue
+        seen[key] = line
+        kept.append(row)
+    return kept, notes
+
+
+def _impossible(row) -> str | None:
+    """Why a row's moments cannot be those of a magnetisation per spin in [-1, 1] (None when they can)."""
+    m2, m4, U = row.get("m2"), row.get("m4"), row.get("binder")
+    if m2 is None and m4 is None:
+        return None                          # not measured: the row has no Binder cumulant
+    for name, value in (("m2", m2), ("m4", m4)):
+        if not (_number(value) and math.isfinite(value)):
+            return f"{name} = {value!r} is not a finite number"
+    tolerance = 1e-9
+    if not 0 < m2 <= 1 + tolerance:
+        return f"m2 = {m2!r} is not in (0, 1]"
+    if not m2 * m2 * (1 - tolerance) <= m4 <= m2 * (1 + tolerance):
+        return f"m4 = {m4!r} is not in [m2^2, m2] = [{m2 * m2:.6g}, {m2:.6g}]"
+    if U is not None:
+        if not (_number(U) and math.isfinite(U)):
+            return f"binder = {U!r} is not a finite number"
+        expected = 1.0 - m4 / (3.0 * m2 * m2)
+        if abs(U - expected) > 1e-6 * max(1.0, abs(expected)):
+            return f"binder = {U!r} disagrees with 1 - m4 / (3 m2^2) = {expected:.6g}"
+    for name in ("binder_err", "m2_err", "m4_err"):
+        err = row.get(name)
+        if err is not None and not (_number(err) and math.isfinite(err) and err >= 0):
+            return f"{name} = {err!r} is not a finite number >= 0"
+    return None
 
 
 @dataclass
@@ -46,24 +134,42 @@ class GroupResult:
     Ls: list
     crossings: list = field(default_factory=list)
     T_c: float | None = None
-    T_c_err: float = math.nan
+    T_c_err: float = math.nan          # statistical (bootstrap over seeds and blocks), one sigma
+    T_c_sys: float = math.nan          # systematic: half the range of the finite-size extrapolation
     U_c: float | None = None
+    shift: float | None = None         # T_c minus the largest pair's crossing
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """T_c +- (2 sigma + systematic): None without T_c or an error."""
+        if self.T_c is None or not math.isfinite(self.T_c_err):
+            return None
+        half = 2.0 * self.T_c_err + (self.T_c_sys if math.isfinite(self.T_c_sys) else 0.0)
+        return self.T_c - half, self.T_c + half
     peaks: dict = field(default_factory=dict)      # (quantity, L) -> T of the largest value
     warnings: list = field(default_factory=list)
 
 
-def group_rows(rows: list[dict]) -> dict[tuple, list[dict]]:
+def parameter_names(row: dict) -> tuple[str, ...]:
+    """The model's parameters among a row's columns (the schema of its ``model``), model first."""
+    from latticelab.sim.models import get_model, model_names
+    name = row.get("model")
+    if name in model_names():
+        fields = get_model(name).Params.model_fields
+        return ("model", *(k for k in row if k in fields))
+    return ("model",) if "model" in row else ()
+
+
+def group_rows(rows: list[dict], axes=AXES) -> dict[tuple, list[dict]]:
+    """Rows by the values of every model parameter except ``axes`` (and the ramp's branch, when there is one)."""
     groups = defaultdict(list)
     for row in rows:
-        key = tuple(sorted((k, v) for k, v in row.items() if k not in GROUP_EXCLUDED
-                           and not _is_quantity(k) and v is not None))
+        names = [k for k in parameter_names(row) if k not in axes]
+        if "branch" in row and "branch" not in axes:
+            names.append("branch")
+        key = tuple(sorted((k, row[k]) for k in names if row.get(k) is not None))
         groups[key].append(row)
     return dict(groups)
-
-
-def _is_quantity(name: str) -> bool:
-    from latticelab.sim.analysis.critical import QUANTITIES
-    return name in QUANTITIES or name.removesuffix("_err") in QUANTITIES
 
 
 def _curves(rows) -> dict[int, dict[float, list[dict]]]:
@@ -110,8 +216,22 @@ def _pair_crossings(curves, Ls, pick) -> list[tuple[float | None, float | None, 
     return out
 
 
+def extrapolate(pairs: list[tuple[int, float]]) -> tuple[float, float, float]:
+    """(T_c, systematic, shift) from the crossings ``pairs`` [(smaller size L, crossing T), ...] sorted by L:
+    the largest pair's crossing moved by the shift the two largest pairs give for x in SHIFT_EXPONENTS (see the
+    module docstring); with one pair its crossing, no systematic estimated (NaN)."""
+    if len(pairs) < 2:
+        return pairs[-1][1], math.nan, 0.0
+    (L1, T1), (L2, T2) = pairs[-2], pairs[-1]
+    c = L2 / L1
+    ends = [T2 + (T2 - T1) / (c ** x - 1.0) for x in SHIFT_EXPONENTS]
+    centre = 0.5 * (ends[0] + ends[1])
+    return centre, 0.5 * abs(ends[0] - ends[1]), centre - T2
+
+
 def analyse_group(rows, n_boot: int = 500, seed: int = 0) -> GroupResult:
-    """Crossings, T_c with its bootstrap error, and the peak temperatures of C_v and chi per L."""
+    """Crossings, T_c with its bootstrap error and finite-size systematic, and the peak temperatures of C_v and
+    chi per L."""
     curves = _curves(rows)
     Ls = sorted(curves)
     label = dict(next(iter(group_rows(rows)))) if rows else {}
@@ -136,8 +256,14 @@ def analyse_group(rows, n_boot: int = 500, seed: int = 0) -> GroupResult:
     found = [c for c in result.crossings if c.T is not None]
     if not found:
         return result
-    result.T_c = float(np.mean([c.T for c in found]))
-    result.U_c = float(np.mean([c.U for c in found]))
+    pairs = [(c.L_small, c.T) for c in found]
+    result.T_c, result.T_c_sys, result.shift = extrapolate(pairs)
+    result.U_c = found[-1].U
+    if len(found) < 2:
+        result.warnings.append("one pair of sizes: its crossing is reported without a finite-size shift "
+                               "(three or more sizes estimate it)")
+    if n_boot < 2:
+        return result
 
     rng = np.random.default_rng(seed)
     boot_pairs = []
@@ -147,11 +273,9 @@ def analyse_group(rows, n_boot: int = 500, seed: int = 0) -> GroupResult:
         def pick(L, T):
             if (L, T) not in cache:
                 rs = curves[L][T]
-                if len(rs) > 1:
-                    cache[(L, T)] = pooled_binder([rs[i] for i in rng.integers(0, len(rs), len(rs))])
-                else:
-                    err = rs[0].get("binder_err") or 0.0
-                    cache[(L, T)] = pooled_binder(rs) + rng.normal(0.0, err)
+                drawn = [rs[i] for i in rng.integers(0, len(rs), len(rs))] if len(rs) > 1 else rs
+                noise = np.sqrt(sum((r.get("binder_err") or 0.0) ** 2 for r in drawn)) / len(drawn)
+                cache[(L, T)] = pooled_binder(drawn) + rng.normal(0.0, noise)
             return cache[(L, T)]
         boot_pairs.append([c[0] for c in _pair_crossings(curves, Ls, pick)])
     boot = np.array([[math.nan if t is None else t for t in pair] for pair in boot_pairs], dtype=float)
@@ -160,8 +284,12 @@ def analyse_group(rows, n_boot: int = 500, seed: int = 0) -> GroupResult:
         c.T_err = float(column.std(ddof=1)) if column.size > 1 else math.nan
     used = [j for j, c in enumerate(result.crossings) if c.T is not None]
     complete = boot[:, used][np.isfinite(boot[:, used]).all(axis=1)] if used else np.empty((0, 0))
-    means = complete.mean(axis=1) if complete.size else np.array([])
-    result.T_c_err = float(means.std(ddof=1)) if means.size > 1 else math.nan
+    estimates = [extrapolate(list(zip([result.crossings[j].L_small for j in used], replicate)))[0]
+                 for replicate in complete]
+    result.T_c_err = float(np.std(estimates, ddof=1)) if len(estimates) > 1 else math.nan
+    if len(estimates) < 0.9 * n_boot:
+        result.warnings.append(f"{n_boot - len(estimates)} of {n_boot} bootstrap samples lost a crossing: the "
+                               "error may be too small; measure more temperatures around T_c")
     return result
 
 
@@ -182,7 +310,12 @@ def describe(result: GroupResult, varying: set[str] | None = None) -> str:
     if result.T_c is None:
         lines.append(f"T_c({name}): no Binder crossing (sizes L = {', '.join(map(str, result.Ls))})")
     else:
-        lines.append(f"T_c({name}) = {result.T_c:.6g} +- {result.T_c_err:.2g}   U* = {result.U_c:.4f}")
+        sys = (f" +- {result.T_c_sys:.2g} (finite-size shift {result.shift:+.2g})"
+               if math.isfinite(result.T_c_sys) else "")
+        lines.append(f"T_c({name}) = {result.T_c:.6g} +- {result.T_c_err:.2g} (stat){sys}   U* = {result.U_c:.4f}")
+        if result.interval is not None:
+            lo, hi = result.interval
+            lines.append(f"    interval (2 sigma + systematic): [{lo:.6g}, {hi:.6g}]")
     for c in result.crossings:
         if c.T is not None:
             lines.append(f"    L {c.L_small}/{c.L_large}: T = {c.T:.6g} +- {c.T_err:.2g}, U = {c.U:.4f}")

@@ -15,7 +15,7 @@ pytest.importorskip("pytestqt")
 
 from gui_helpers import type_into  # noqa: E402
 
-from latticelab.app.study_panel import StudyPanel  # noqa: E402
+from latticelab.app.study_panel import ERROR_STYLE, StudyPanel  # noqa: E402
 from latticelab.render.study_plots import MARK_COLOUR, MARKER_SIZE  # noqa: E402
 from latticelab.sim.studies import parse_study  # noqa: E402
 from latticelab.sim.studies.point import TIMING_COLUMNS, run_point  # noqa: E402
@@ -241,11 +241,12 @@ def crossing_table(path, T_cross=2.3):
     header = columns(get_model("ising"))
     table = Table(path, None, header, {})
     Ts = [2.1, 2.2, 2.4, 2.5]
-    for L, slope in ((8, -1.0), (16, -2.0)):
+    for L, slope in ((8, -0.2), (16, -0.3)):
         for T in Ts:
-            U = 0.6 + slope * (T - T_cross)          # U = 1 - m4 / (3 m2^2) with m2 = 1
-            row = {"model": "ising", "dim": 2, "L": L, "T": T, "p": 0.0, "seed": 1, "m2": 1.0,
-                   "m4": 3.0 * (1.0 - U), "binder": U, "binder_err": 0.001, "heat_capacity": 1.0 + T,
+            U = 0.6 + slope * (T - T_cross)          # U = 1 - m4 / (3 m2^2), moments a spin system can have
+            m2 = 0.3
+            row = {"model": "ising", "dim": 2, "L": L, "T": T, "p": 0.0, "seed": 1, "m2": m2,
+                   "m4": 3.0 * m2 * m2 * (1.0 - U), "binder": U, "binder_err": 0.0002, "heat_capacity": 1.0 + T,
                    "heat_capacity_err": 0.1, "susceptibility": 2.0 * L, "susceptibility_err": 0.5,
                    "point": f"{L}-{T}"}
             table.rows[row["point"]] = {c: "" if row.get(c) is None else repr(row[c]) if isinstance(row[c], float)
@@ -265,9 +266,12 @@ def test_a_reopened_table_marks_the_crossing_and_switches_quantity(make_window, 
     assert panel.result_label.text().startswith("T_c = 2.3 ± ")
     assert panel.plot.caption.text.startswith("T_c = 2.3 ± ")
     image = panel.canvas.render(alpha=False)
-    top = panel.plot.data_to_canvas([[2.3, 0.95]])[0]      # above both curves: only the marker is there
-    assert np.abs(pixel(image, top) - np.round(np.asarray(MARK_COLOUR[:3]) * 255)).max() <= 30, pixel(image, top)
-    left = panel.plot.data_to_canvas([[2.15, 0.95]])[0]
+    top = panel.plot.data_to_canvas([[2.3, 0.685]])[0]     # above both curves: only the marker is there
+    x0, y0 = int(top[0]), int(top[1])
+    near = image[y0 - 2:y0 + 3, x0 - 2:x0 + 3, :3].astype(int).reshape(-1, 3)      # the line, antialiased
+    closest = near[np.abs(near - np.round(np.asarray(MARK_COLOUR[:3]) * 255)).max(axis=1).argmin()]
+    assert np.abs(closest - np.round(np.asarray(MARK_COLOUR[:3]) * 255)).max() <= 30, closest
+    left = panel.plot.data_to_canvas([[2.15, 0.56]])[0]      # below both curves, away from the caption
     assert np.abs(pixel(image, left) - np.round(np.asarray(MARK_COLOUR[:3]) * 255)).max() > 100
 
     panel.quantity.setCurrentIndex(panel.quantity.findData("susceptibility"))
@@ -281,7 +285,7 @@ def test_a_reopened_table_marks_the_crossing_and_switches_quantity(make_window, 
     other.write_text("a,b\n1,2\n")
     panel.open_results(other)
     qtbot.waitUntil(lambda: "not opened" in panel.status.text(), timeout=10000)
-    assert "not a results table" in panel.status.text() and "no column L, T, m2, m4" in panel.status.text()
+    assert "not a results table" in panel.status.text() and "no model column" in panel.status.text()
     assert not panel.open_results(tmp_path / "missing.csv") and "is not a file" in panel.status.text()
 
 
@@ -339,3 +343,65 @@ def test_time_left_weighs_points_by_their_size():
     assert progress.time_left(now=6.0) == pytest.approx(6 * 36 / 16)
     assert format_duration(None) == "estimating…" and format_duration(75) == "1 min 15 s"
     assert format_duration(7300) == "2 h 01 min" and math.isclose(progress.work_done, 6 * 16 * 59)
+
+
+def test_start_without_a_chosen_table_writes_nothing(make_window, qtbot, tmp_path, monkeypatch):
+    """Issue 41 item 24: Start with an empty table field wrote study-ising.csv into the current folder; now it asks
+    (interactive) or says to choose one, and writes nothing."""
+    from PySide6 import QtWidgets
+    monkeypatch.chdir(tmp_path)
+    asked = []
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
+                        lambda *args, **kwargs: asked.append(args) or ("", ""))       # the user cancels
+    window = make_window(model="ising")
+    panel = window.study_panel
+    panel.form.backend.setCurrentText("numpy")
+    panel.output_edit.setText("")
+    assert not panel.start_from_form()
+    assert asked and "choose the results table" in panel.status.text()
+    assert list(tmp_path.iterdir()) == [] and not panel.running
+
+
+def test_a_ramp_table_plots_a_measure_against_the_ramped_parameter_in_two_colours(make_window, qtbot, tmp_path):
+    """Issue 42: any measure against any parameter; a ramp's up and down branches are two curves of two colours."""
+    from latticelab.render.study_plots import series_colour
+    path = tmp_path / "ramp.csv"
+    lambdas = [1.0, 2.0, 3.0, 2.0, 1.0]
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["model", "L", "lambda_tau_e", "seed", "branch", "stage", "spectral_entropy",
+                         "spectral_entropy_err", "point"])
+        for i, lam in enumerate(lambdas):
+            branch = "up" if i < 3 else "down"
+            entropy = 0.9 - 0.1 * lam + (0.05 if branch == "down" else 0.0)
+            writer.writerow(["cortex", 16, lam, 1, branch, i, entropy, 0.01, f"k-{i}"])
+    window = make_window(L=8)
+    panel = show_panel(window, qtbot)
+    wait_shown(panel, qtbot, lambda: panel.open_results(path))
+    assert panel.quantity.currentData() == "spectral_entropy" and panel.x_param.currentData() == "lambda_tau_e"
+    plot = panel.plot
+    assert list(plot.curves) == ["down", "up"] and "lambda_tau_e" in plot.title.text
+    x, mean, err = plot.curves["up"]
+    np.testing.assert_allclose(x, [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(mean, [0.8, 0.7, 0.6])
+    np.testing.assert_allclose(plot.curves["down"][1], [0.85, 0.75])
+    qtbot.wait(100)
+    image = panel.canvas.render(alpha=False)
+    for i, branch in enumerate(plot.curves):
+        assert plot.colours[branch] == series_colour(i)
+        assert colour_pixels(image, series_colour(i), tolerance=30) > 20, branch
+
+
+def test_the_form_chooses_the_measures(make_window, qtbot, tmp_path):
+    """Issue 42: the measures a study records are chosen in the form (empty: all); a wrong one is marked."""
+    window = make_window(L=8)
+    panel = window.study_panel
+    form = panel.form
+    assert "binder" in form.measures.placeholderText()
+    assert set(form.study().measures) >= {"binder", "heat_capacity", "flipped_fraction"}
+    type_into(form.measures, "binder, m2")
+    assert form.study().measures == ("binder", "m2")
+    type_into(form.measures, "binder, entropy")
+    assert not panel.start_from_form(output=str(tmp_path / "t.csv"))
+    assert "run.measures" in panel.status.text() and "'entropy' is not a measure of ising" in panel.status.text()
+    assert form.measures.styleSheet() == ERROR_STYLE and not (tmp_path / "t.csv").exists()

@@ -53,6 +53,7 @@ from latticelab.sim.models.cahn_hilliard.change_kernel import (CHANGE_FILE, CHAN
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
 from latticelab.sim.models.cahn_hilliard.params import SPECTRAL, CahnHilliardParams, phase_amplitude
 from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi
+from latticelab.sim.models.cahn_hilliard.study import STUDY
 from latticelab.sim.models.cahn_hilliard.spectral import DeviceControl, History, SpectralStepper, stabiliser
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
@@ -200,6 +201,7 @@ class CahnHilliardModel(Model):
     # (Lifshitz-Slyozov-Wagner) grows the length as t^(1/3); HasInterface -- the phases meet where phi = 0
     coarsening = Coarsening("length", 1.0 / 3.0, "Lifshitz-Slyozov")
     interface_level = 0.0
+    study = STUDY      # what a study measures (sim/studies/capability.py; cahn_hilliard/study.py)
 
     @classmethod
     def estimate_bytes(cls, params: CahnHilliardParams, backend_name: str) -> int:

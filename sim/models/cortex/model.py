@@ -26,6 +26,7 @@ from latticelab.sim.models.cortex.network import (PACKED_MAX_RADIUS, connect, dy
                                                   packed_words)
 from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cortex.params import CortexParams
+from latticelab.sim.models.cortex.study import STUDY
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
 
@@ -93,6 +94,7 @@ class CortexModel(Model):
         SignalColumn("probe_v", "membrane potential of the picked neuron", "mV", "probe"),
     )
     probe_label = "neuron"
+    study = STUDY      # what a study measures (sim/studies/capability.py; cortex/study.py)
     # the thesis's sample configuration (section 8.3): a boost to 10% of the neurons for 50 steps, "a brief
     # external impulse or even to jump start the simulation"
     impulse = Impulse("Boost", (("boost_fraction", 0.1),), 50,

@@ -18,6 +18,7 @@ from latticelab.sim.models.ising.graph_arrays import full_adjacency
 from latticelab.sim.models.ising.lattice import RewiredLattice, build_lattice
 from latticelab.sim.models.ising.params import IsingParams, parse_algorithm
 from latticelab.sim.models.ising.picture import ising_picture
+from latticelab.sim.models.ising.study import STUDY
 from latticelab.sim.params import ParameterError
 from latticelab.sim.rng import StreamRNG
 
@@ -67,6 +68,7 @@ class IsingModel(Model):
     )
     state_format = 1
     marks_label = "Show rewired links"
+    study = STUDY      # what a study measures (sim/studies/capability.py; ising/study.py)
     small_example = {"dim": 2, "L": 16, "T": 2.3, "p": 0.05, "algorithm": "2:1"}
     # latticelab 0.1 saved Ising states only, parameters and counters at the top level (sim/state.py upgrades them)
     format_1_layout = {"model_format": 1,

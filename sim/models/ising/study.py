@@ -1,0 +1,43 @@
+"""What a study measures on the Ising model (the study capability, sim/studies/capability.py): per sample the
+energy and signed magnetisation per spin (the HasMagnetisation reduction), and over the window their means,
+the heat capacity C_v, the susceptibility chi, <m^2>, <m^4> and the Binder cumulant U with blocking and
+jackknife errors (sim/analysis/critical.py ``thermodynamics``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from latticelab.sim.studies.capability import Measure, StudyMeasures
+
+DERIVED = (
+    Measure("energy", "energy per spin <e>", "J"),
+    Measure("heat_capacity", "heat capacity per spin C_v"),
+    Measure("abs_magnetisation", "|M| per spin <|m|>"),
+    Measure("m2", "<m^2>"),
+    Measure("m4", "<m^4>"),
+    Measure("susceptibility", "susceptibility per spin chi"),
+    Measure("binder", "Binder cumulant U"),
+)
+
+
+class ThermodynamicsRecorder:
+    def __init__(self, model_class, wanted):
+        from latticelab.sim.analysis.critical import measurer
+        self.measure = measurer(model_class)
+        self.series = {name: [] for name in self.measure.series}
+
+    def start(self, model) -> None:
+        pass
+
+    def sample(self, model) -> None:
+        for name, value in self.measure(model).items():
+            self.series[name].append(value)
+
+    def result(self, model, n_blocks: int) -> dict:
+        from latticelab.sim.analysis.critical import thermodynamics
+        n_sites = int(np.prod(model.shape))
+        stats = thermodynamics(model.params.T, n_sites, self.series.get("energy"), self.series.get("magnetisation"),
+                               n_blocks=n_blocks)
+        return {m.name: (stats.get(m.name), stats.get(f"{m.name}_err")) for m in DERIVED}
+
+
+STUDY = StudyMeasures(derived=DERIVED, recorder=ThermodynamicsRecorder, observables=("flipped_fraction",))
