@@ -311,7 +311,9 @@ class MainWindow(QtWidgets.QMainWindow):
             with QtCore.QSignalBlocker(widget):
                 widget.setChecked(p.get(key))
         steps = p.get("run/steps_per_frame")
-        c.set_steps_per_frame(default_steps_per_frame(self.model.backend_name) if steps is None else steps)
+        # not picked: the default of the backend and the model, followed at each model change (_follow_pace)
+        self._steps_picked = steps is not None
+        c.set_steps_per_frame(self._default_pace() if steps is None else steps)
         colour_key.restore(self, p.get("view/legend"))
         self.steps_per_frame = c.steps_per_frame.value()
         self.adaptive = c.adaptive.isChecked()
@@ -334,8 +336,8 @@ class MainWindow(QtWidgets.QMainWindow):
         p = self.prefs
         p.set("model", self.model.name)
         p.set_model_values(self.model.name, self.runner.params)
-        if self.steps_per_frame == default_steps_per_frame(self.model.backend_name):
-            p.clear("run/steps_per_frame")     # the default follows the backend until the user picks another
+        if not self._steps_picked:
+            p.clear("run/steps_per_frame")     # the default follows the backend and model until the user picks one
         else:
             p.set("run/steps_per_frame", self.steps_per_frame)
         p.set("run/adaptive", self.adaptive)
@@ -786,6 +788,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.controls.set_geometry(model.shape)
         self._show_parameters()
         self._show_model_choice()
+        self._follow_pace()
         done("controls")
         if self._plotted_model is not type(model):
             self._make_plots(type(model))
@@ -825,6 +828,19 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _set_steps_per_frame(self, n: int) -> None:
         self.steps_per_frame = n
+        self._steps_picked = n != self._default_pace()    # the default picked again: it follows the model again
+
+    def _default_pace(self) -> int:
+        return default_steps_per_frame(self.model.backend_name, type(self.model))
+
+    def _follow_pace(self) -> None:
+        """Steps / frame not picked by the user: the new model's default (sim/model.py ``cpu_pace``)."""
+        if getattr(self, "_steps_picked", True):
+            return
+        pace = self._default_pace()
+        if pace != self.steps_per_frame:
+            self.controls.set_steps_per_frame(pace)
+            self.steps_per_frame = pace
 
     def _set_adaptive(self, on: bool) -> None:
         self.adaptive = on

@@ -191,3 +191,32 @@ def test_the_graph_tab_shows_computing_not_the_previous_models_graph_after_a_swi
         timer.stop()
     assert not [t for t in shown if "256 vertices" in t]
     assert panel.result is None or panel.result["n"] == 128 * 128
+
+
+# ---- 22: a model declares its own pace on the CPU ------------------------------------------------------------
+def test_steps_per_frame_starts_at_the_models_declared_pace_and_follows_it_until_picked(make_window, tmp_path):
+    from latticelab.app.settings import default_steps_per_frame
+    from latticelab.sim.models import get_model
+
+    if default_steps_per_frame("numpy", get_model("ising")) != 1:
+        pytest.skip("the Ising model no longer steps one sweep a frame on the CPU")
+    assert default_steps_per_frame("numpy", get_model("cahn-hilliard")) == AUTO_STEPS
+    assert default_steps_per_frame("numpy", get_model("cortex")) == AUTO_STEPS
+    settings = tmp_path / "pace.ini"
+    window = make_window(settings_file=settings, model="cahn-hilliard", L=32)
+    if window.model.backend_name == "cuda":
+        pytest.skip("on a GPU every model starts at auto")
+    steps = window.controls.steps_per_frame
+    assert steps.text() == "auto" and window.steps_per_frame == AUTO_STEPS
+    window.set_parameter("L", 24)                  # a rebuild keeps it
+    assert window.steps_per_frame == AUTO_STEPS
+    assert window.switch_model("ising")             # not picked: the next model's own pace
+    assert steps.value() == 1 and window.steps_per_frame == 1
+    assert window.switch_model("cortex")
+    assert steps.text() == "auto" and window.steps_per_frame == AUTO_STEPS
+    steps.setValue(3)                               # picked: kept across switches and stored
+    assert window.switch_model("cahn-hilliard")
+    assert steps.value() == 3 and window.steps_per_frame == 3
+    window.close()
+    store = QtCore.QSettings(str(settings), QtCore.QSettings.Format.IniFormat)
+    assert int(store.value("run/steps_per_frame")) == 3
