@@ -220,3 +220,20 @@ def test_steps_per_frame_starts_at_the_models_declared_pace_and_follows_it_until
     window.close()
     store = QtCore.QSettings(str(settings), QtCore.QSettings.Format.IniFormat)
     assert int(store.value("run/steps_per_frame")) == 3
+
+
+# ---- 18: the time step suggested for a new dimension follows the integrator ----------------------------------
+def test_switching_a_spectral_cahn_hilliard_to_3d_keeps_a_spectral_time_step(make_window):
+    from latticelab.sim.models.cahn_hilliard.params import fd_stable_dt
+
+    window = make_window(model="cahn-hilliard", L=32, integrator="spectral", m=20.0, dt=0.02)
+    assert window.set_parameter("dim", 3)
+    p = window.model.params
+    assert (p.dim, p.integrator, p.m) == (3, "spectral", 20.0)
+    limit = fd_stable_dt(3, p.dx, p.m, p.b, p.u, p.K)
+    assert p.dt > 10 * limit, f"dt = {p.dt}: the finite-difference limit ({limit:.2g}) was applied to a spectral step"
+    # with the finite-difference integrator the suggestion still keeps below its stability limit
+    fd = make_window(model="cahn-hilliard", L=32, m=20.0, dt=0.001)
+    assert fd.set_parameter("dim", 3)
+    q = fd.model.params
+    assert q.integrator == "finite-difference" and q.dt <= fd_stable_dt(3, q.dx, q.m, q.b, q.u, q.K)
