@@ -44,6 +44,7 @@ from latticelab.render.unfold import UnfoldLayout
 from latticelab.sim import io, state
 from latticelab.sim.backend import BackendError, initialise_gpu_libraries
 from latticelab.sim.models import all_models, get_model, model_names
+from latticelab.sim.model import Model
 from latticelab.sim.params import ModelParams, ParameterError
 from latticelab.app.pacing import DevicePacer, PlotPacer
 from latticelab.sim.runner import FirstLook, Runner
@@ -56,6 +57,9 @@ STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many fra
 STAGE_AHEAD_AFTER_S = 2.0    # the other models' forms and plots are made ahead from this long after start-up
 PLOT_DRAW_BUDGET_S = 0.006   # a paint draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
+# a frame of more steps is drawn without the highlight of changed cells: the union of a GPU frame's ~500 sweeps
+# covered nearly every cell, and the view showed only the two "flipped" colours (issue 41); the key says so
+HIGHLIGHT_MAX_STEPS = 4
 LONG_BATCH_S = 1.0           # running, a batch of background steps this long is named in the status bar
 # the live plots' history keeps at most this many samples of a frame's steps (sim/runner.py thin): with Steps / frame
 # auto a CUDA frame takes some 500 sweeps of a 4096^2 lattice, and its 1000 samples covered the last two frames
@@ -1091,7 +1095,18 @@ class MainWindow(QtWidgets.QMainWindow):
     def picture(self):
         o = self.controls.view_options()
         marks = o["show_links"] and self.model.marks_label is not None
-        return self.runner.picture(highlight=o["highlight"], marks=marks)
+        return self.runner.picture(highlight=o["highlight"] and self._highlight_readable(), marks=marks)
+
+    def _highlight_readable(self) -> bool:
+        """Whether the cells changed since the last frame are few enough steps' worth to be worth highlighting."""
+        return self.runner.steps_in_last_frame <= HIGHLIGHT_MAX_STEPS
+
+    def _highlight_note(self) -> str:
+        """The colour key's note when the highlight asked for is left out of the picture."""
+        o = self.controls.view_options()
+        if not o["highlight"] or type(self.model).changed is Model.changed or self._highlight_readable():
+            return ""
+        return f"changed cells: shown up to {HIGHLIGHT_MAX_STEPS} steps a frame"
 
     def _refresh_view(self, force: bool = False) -> None:
         if self.stepper.busy:
@@ -1101,6 +1116,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if not force and key == self._shown:
             return
         self._shown = key
+        colour_key.note(self, self._highlight_note())
         self.field_view.show(self.picture())
         self.lattice_canvas.update()
 

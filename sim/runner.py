@@ -257,6 +257,12 @@ class Runner:
         self.commit(batch, time.perf_counter() - start)
         return batch.steps
 
+    @property
+    def steps_in_last_frame(self) -> int:
+        """How many steps the last batch took (1 after a new model): the steps whose changed cells ``highlight``
+        joins."""
+        return self._last_batch
+
     def collect(self, wait: bool = False) -> None:
         """Put the observables of finished batches (those the device was still copying) into the history, in
         order; with ``wait``, all of them."""

@@ -237,3 +237,35 @@ def test_switching_a_spectral_cahn_hilliard_to_3d_keeps_a_spectral_time_step(mak
     assert fd.set_parameter("dim", 3)
     q = fd.model.params
     assert q.integrator == "finite-difference" and q.dt <= fd_stable_dt(3, q.dx, q.m, q.b, q.u, q.K)
+
+
+# ---- 23: the highlight of changed cells at many steps a frame -------------------------------------------------
+def _spin_and_flip_pixels(window):
+    from gui_helpers import cell_centres_2d, expected_rgb, pixels_at
+    L = window.model.L
+    image = window.capture("view")
+    colours = pixels_at(image, window.field_view.world_to_canvas(cell_centres_2d(L)))
+    spin = expected_rgb([0, 1])
+    flipped = [c for c in expected_rgb([2, 3])]
+    is_spin = (np.abs(colours[:, None, :] - spin[None]).max(axis=2) <= 3).any(axis=1)
+    is_flip = (np.abs(colours[:, None, :] - np.asarray(flipped)[None]).max(axis=2) <= 3).any(axis=1)
+    return is_spin.sum(), is_flip.sum()
+
+
+def test_many_steps_a_frame_draw_the_spins_and_the_key_says_the_highlight_is_left_out(make_window, qtbot):
+    window = make_window(L=16, T=3.0, seed=4)      # hot: a step flips many spins
+    window.controls.steps_per_frame.setValue(200)  # as a GPU frame at auto: many sweeps in one frame
+    done = []
+    window.run_steps(200, then=lambda: done.append(True))
+    qtbot.waitUntil(lambda: bool(done), timeout=60000)
+    assert window.model.step_count == 200
+    spins, flipped = _spin_and_flip_pixels(window)
+    assert flipped == 0 and spins == 16 * 16, (spins, flipped)
+    assert any("changed cells" in label for label in window.legend_overlay.labels), window.legend_overlay.labels
+    assert not any(label.startswith("flipped") for label in window.legend_overlay.labels)
+
+    window.step_once()                             # one step a frame: its flips are highlighted again
+    qtbot.waitUntil(lambda: window.model.step_count == 201, timeout=30000)
+    spins, flipped = _spin_and_flip_pixels(window)
+    assert flipped > 0 and spins + flipped == 16 * 16
+    assert not any("changed cells" in label for label in window.legend_overlay.labels)
