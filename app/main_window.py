@@ -473,6 +473,11 @@ class MainWindow(QtWidgets.QMainWindow):
         if not ok:
             self.controls.show_field_error(name, self.last_error, value)   # beside the box as well
             return False
+        if what == "none" or self.runner.params == before:
+            # the value it has already: nothing to say or undo (a typed value came twice, from Enter and again
+            # as the box lost the focus, and the Messages dock logged it twice)
+            self._show_parameters()
+            return True
         if record:
             self.undo_history.record(name, before, self.runner.params, self.model.name)
         if what == "rebuild":

@@ -269,3 +269,27 @@ def test_many_steps_a_frame_draw_the_spins_and_the_key_says_the_highlight_is_lef
     spins, flipped = _spin_and_flip_pixels(window)
     assert flipped > 0 and spins + flipped == 16 * 16
     assert not any("changed cells" in label for label in window.legend_overlay.labels)
+
+
+# ---- 24: a typed value is logged once ---------------------------------------------------------------------------
+def test_a_value_typed_and_entered_is_logged_once(make_window, qtbot):
+    from gui_helpers import activate
+    from PySide6.QtTest import QTest
+
+    window = make_window(L=16, T=2.0)
+    activate(qtbot, window)
+    panel = window.log_panel
+    for name, text, said in (("T", "2.5", "T = 2.5"), ("seed", "7", "seed = 7")):
+        before = len(panel.messages())
+        box = window.controls.field(name).text_box()
+        box.setFocus()
+        qtbot.waitUntil(box.hasFocus, timeout=5000)
+        box.selectAll()
+        QTest.keyClicks(box, text)
+        QTest.keyClick(box, QtCore.Qt.Key.Key_Return)
+        window.lattice_canvas.native.setFocus()        # the box loses the focus: Qt says editing finished again
+        qtbot.waitUntil(lambda: not box.hasFocus(), timeout=5000)
+        qtbot.wait(50)
+        logged = [m[2] for m in panel.messages()[before:]]
+        assert len([m for m in logged if m.startswith(said)]) == 1, logged
+    assert window.runner.params.T == 2.5 and window.runner.params.seed == 7
