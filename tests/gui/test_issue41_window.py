@@ -293,3 +293,23 @@ def test_a_value_typed_and_entered_is_logged_once(make_window, qtbot):
         logged = [m[2] for m in panel.messages()[before:]]
         assert len([m for m in logged if m.startswith(said)]) == 1, logged
     assert window.runner.params.T == 2.5 and window.runner.params.seed == 7
+
+
+# ---- 24: the Spectrum dock offers only what applies -----------------------------------------------------------
+def test_the_spectrum_dock_offers_cluster_sizes_and_the_iso_slider_only_where_they_apply(make_window, qtbot):
+    from latticelab.app.spectral_panel import SpectralPanel
+
+    window = make_window(model="cahn-hilliard", L=32)
+    panel = window.findChild(SpectralPanel)
+    panel.show()
+    panel.raise_()
+    qtbot.wait(50)
+    offered = lambda: (panel.iso_slider.isVisible(), panel.clusters_box.isVisible())   # noqa: E731
+    assert panel.refresh(force=True), panel.last_error
+    assert offered() == (False, False)                  # 2D Cahn-Hilliard: no iso value, no clusters
+    assert window.switch_model("ising") and window.set_parameter("L", 16)
+    assert panel.refresh(force=True), panel.last_error
+    assert offered() == (False, True)                   # 2D Ising: clusters, no iso value
+    assert window.set_parameter("dim", 3) and window.set_parameter("L", 8)
+    assert panel.refresh(force=True), panel.last_error
+    assert offered() == (True, True)
