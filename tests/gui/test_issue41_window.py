@@ -313,3 +313,23 @@ def test_the_spectrum_dock_offers_cluster_sizes_and_the_iso_slider_only_where_th
     assert window.set_parameter("dim", 3) and window.set_parameter("L", 8)
     assert panel.refresh(force=True), panel.last_error
     assert offered() == (True, True)
+
+
+# ---- 24: About the model shows its text rendered, not its reST ------------------------------------------------
+def test_about_the_model_renders_the_docstrings_markup(make_window, qtbot):
+    from gui_helpers import answer_next_dialog
+    from latticelab.sim.models import model_names
+
+    window = make_window(L=16)
+    for name in model_names():
+        assert window.switch_model(name), window.last_error
+        found = []
+        answer_next_dialog(qtbot, "OK", found)
+        window.model_help_action.trigger()             # the dialog a user opens (Help > About the ...)
+        assert found, "no dialog"
+        document = QtGui.QTextDocument()
+        document.setHtml(found[0])
+        shown = document.toPlainText()
+        assert "``" not in shown, shown
+        assert type(window.model).title in shown
+        assert "<code>" in found[0]                    # the docstring's literals, set as code
