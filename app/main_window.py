@@ -75,6 +75,15 @@ EXPORT_KINDS = {
 }
 
 
+def segment_start(times, history) -> float | None:
+    """The time from which the live plots' running means are taken: the first sample under the current
+    parameters (sim/runner.py ObservableHistory segments); None when every sample in the history is."""
+    start = history.segments()[-1][0]
+    if start == 0:
+        return None
+    return float(times[start]) if start < len(times) else math.inf
+
+
 class MainWindow(QtWidgets.QMainWindow):
     modelChanged = QtCore.Signal()    # another model is shown (a switch, a rebuild, a reset, a loaded state)
 
@@ -1148,7 +1157,7 @@ class MainWindow(QtWidgets.QMainWindow):
         start = time.perf_counter()
         self.plot_pacer.refreshed()
         times, values = history.arrays()
-        self.plots.update(times, values)
+        self.plots.update(times, values, since=segment_start(times, history))
         self.plot_canvas.update()
         self.plot_pacer.spent(time.perf_counter() - start)
 

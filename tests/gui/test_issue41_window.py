@@ -333,3 +333,51 @@ def test_about_the_model_renders_the_docstrings_markup(make_window, qtbot):
         assert "``" not in shown, shown
         assert type(window.model).title in shown
         assert "<code>" in found[0]                    # the docstring's literals, set as code
+
+
+# ---- 10: running statistics and exported plot data do not pool different parameters ---------------------------
+def test_a_parameter_change_restarts_the_running_mean_marks_the_plots_and_splits_the_export(
+        make_window, qtbot, tmp_path):
+    from latticelab.render.plots import PLOT_BACKGROUND, SEGMENT_MARK, mean_text
+    from latticelab.sim import export
+
+    from gui_helpers import on_screen
+
+    window = make_window(L=16, T=2.25, seed=5)
+    qtbot.waitUntil(lambda: window.plots is not None and window.plots.built, timeout=30000)
+
+    def run(steps):
+        done = []
+        window.run_steps(steps, then=lambda: done.append(True))
+        qtbot.waitUntil(lambda: bool(done), timeout=60000)
+
+    run(40)
+    assert window.set_parameter("T", 1.5)
+    run(40)
+    assert window.set_parameter("algorithm", "wolff")
+    run(30)
+    times, values = window.runner.history.arrays()
+    assert len(times) == 111                        # one record at the start and one a step: nothing thinned
+    # the title's mean is that of the last 30 steps (Wolff at T = 1.5) only
+    plots = window.plots
+    energy = next(s for s in plots.series if s.key == "energy")
+    assert energy.average
+    title = plots.titles["energy"].text
+    assert title == f"{energy.title} {mean_text(values['energy'][-30:])}", title
+    assert title != f"{energy.title} {mean_text(values['energy'])}"
+    # a line marks where the parameters last changed, in every plot
+    window.plot_dock.raise_()
+    window.plot_canvas.update()
+    qtbot.waitUntil(lambda: not getattr(window.plot_canvas, "stale", False), timeout=10000)
+    image = on_screen(window.plot_canvas)
+    alpha = SEGMENT_MARK[3]
+    mark = np.round((alpha * np.asarray(SEGMENT_MARK[:3]) + (1 - alpha) * np.asarray(PLOT_BACKGROUND[:3])) * 255)
+    assert (np.abs(image - mark).max(axis=2) <= 24).sum() > 20, "no segment mark drawn"
+
+    # the export numbers the segments and names each one's parameters
+    path = window.recording.export_data(tmp_path / "plots.csv", confirm=False)
+    comment, columns = export.read_series_csv(path)
+    assert columns["segment"].tolist() == [1] * 41 + [2] * 40 + [3] * 30
+    assert "segment 1 from step 0: T=2.25" in comment and "algorithm=metropolis" in comment
+    assert "segment 2 from step 41: T=1.5" in comment and "segment 3 from step 81: T=1.5" in comment
+    assert comment.endswith("algorithm=wolff"), comment
