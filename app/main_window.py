@@ -24,7 +24,7 @@ from latticelab.app import coarsening_panel, signal_panel
 from latticelab.app import study_panel
 from latticelab.app import recording
 from latticelab.app import help_menu, log_panel, undo, view_menu
-from latticelab.app import cell_readout, colour_key, input_keys
+from latticelab.app import cell_readout, colour_key, input_keys, tab_labels
 from latticelab.app.analysis_dock import AnalysisDock, continue_while_stale, on_screen, paint_only_when_shown
 from latticelab.app.canvas_paints import draw_only_when_changed
 from latticelab.app.controls import ControlsPanel
@@ -163,6 +163,7 @@ class MainWindow(QtWidgets.QMainWindow):
         colour_key.install(self)       # colour key over the lattice, View > Show colour key (issue 16); after view_menu
         cell_readout.install(self)     # status bar: the cell or plot sample under the mouse (issue 16)
         input_keys.install(self)       # one-key shortcuts leave their keys to a focused slider, box, button (issue 41)
+        tab_labels.install(self)       # dock tabs show their whole names; the tab bar scrolls instead (issue 41)
         self._docks_ahead = self.findChildren(AnalysisDock)   # their first shows prepared ahead (_stage_ahead)
 
         self.timer = QtCore.QTimer(self, interval=FRAME_INTERVAL_MS, timerType=QtCore.Qt.TimerType.PreciseTimer)

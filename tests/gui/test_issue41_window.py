@@ -382,3 +382,23 @@ def test_a_parameter_change_restarts_the_running_mean_marks_the_plots_and_splits
     assert "segment 1 from step 0: T=2.25" in comment and "algorithm=metropolis" in comment
     assert "segment 2 from step 41: T=1.5" in comment and "segment 3 from step 81: T=1.5" in comment
     assert comment.endswith("algorithm=wolff"), comment
+
+
+# ---- 24: dock tabs show their whole names -----------------------------------------------------------------------
+def test_dock_tabs_show_their_whole_names(make_window, qtbot):
+    window = make_window(model="cahn-hilliard", L=32, size=(1400, 860))   # five tabs: more than fit
+
+    def bars():
+        return [bar for bar in window.findChildren(QtWidgets.QTabBar) if bar.isVisible() and bar.count() > 1]
+
+    qtbot.waitUntil(lambda: any("Coarsening" in [b.tabText(i) for i in range(b.count())] for b in bars()),
+                    timeout=20000)
+    qtbot.wait(200)
+    names = []
+    for bar in bars():
+        for i in range(bar.count()):
+            names.append(bar.tabText(i))
+            # a tab narrower than it asks for has its name cut ("Gra...")
+            assert bar.tabRect(i).width() >= bar.tabSizeHint(i).width(), \
+                f"tab {bar.tabText(i)!r} is {bar.tabRect(i).width()} px wide, asks for {bar.tabSizeHint(i).width()}"
+    assert "Graph" in names and "Study" in names and "Coarsening" in names, names
