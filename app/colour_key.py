@@ -40,6 +40,10 @@ class ColourKey:
         self.overlay.visible = on
         self.window.lattice_canvas.update()
 
+    def note(self, text: str) -> None:
+        """A line under the key saying what the picture leaves out ("" for none)."""
+        self.overlay.set_note(text)
+
     def shown(self) -> bool:
         """Whether the key is switched on (View > Show colour key)."""
         return self.action.isChecked()

@@ -142,12 +142,12 @@ class ControlsPanel(QtWidgets.QWidget):
         if self.form is not None:
             self.form.show_error(name, message, value)
 
-    def restore_view_defaults(self, backend_name: str) -> None:
+    def restore_view_defaults(self, backend_name: str, model_class=None) -> None:
         """The run and view options back to their defaults (app/settings.py; Steps / frame that of the backend);
         the signals tell the window."""
         defaults = {key.split("/", 1)[1]: default for key, (_check, default) in SETTINGS_SCHEMA.items()
                     if key.startswith(("view/", "run/"))}
-        self.steps_per_frame.setValue(default_steps_per_frame(backend_name))
+        self.steps_per_frame.setValue(default_steps_per_frame(backend_name, model_class))
         self.adaptive.setChecked(defaults["adaptive"])
         self.highlight.setChecked(defaults["highlight"])
         self.show_links.setChecked(defaults["show_links"])

@@ -10,6 +10,7 @@ the swap of a model built on the worker.
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 from PySide6 import QtCore
@@ -19,6 +20,7 @@ from latticelab.app.pacing import DevicePacer, PlotPacer
 from latticelab.app.settings import AUTO_STEPS, MAX_STEPS_PER_FRAME
 from latticelab.app.staging import SLICE_AFTER_BUILD_S, SLICE_S
 from latticelab.app.stepping import BackgroundStepper, wants_background
+from latticelab.sim.model import Model
 from latticelab.sim.params import ParameterError
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,18 @@ FRAME_BUDGET_S = 0.030       # simulation time per frame when "keep frames under
 FRAME_INTERVAL_MS = 15
 STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many frames
 STATUS_INTERVAL_S = 0.5
+# a frame of more steps is drawn without the highlight of changed cells: the union of a GPU frame's ~500 sweeps
+# covered nearly every cell, and the view showed only the two "flipped" colours (issue 41); the key says so
+HIGHLIGHT_MAX_STEPS = 4
+
+
+def segment_start(times, history) -> float | None:
+    """The time from which the live plots' running means are taken: the first sample under the current
+    parameters (sim/runner.py ObservableHistory segments); None when every sample in the history is."""
+    start = history.segments()[-1][0]
+    if start == 0:
+        return None
+    return float(times[start]) if start < len(times) else math.inf
 
 
 class FrameLoop:
@@ -281,6 +295,7 @@ class FrameLoop:
         if not force and key == self._shown:
             return
         self._shown = key
+        window.colour_key.note(self.highlight_note())
         window.field_view.show(window.picture())
         window.lattice_canvas.update()
 
@@ -295,9 +310,20 @@ class FrameLoop:
         start = time.perf_counter()
         self.plot_pacer.refreshed()
         times, values = history.arrays()
-        self.window.plots.update(times, values)
+        self.window.plots.update(times, values, since=segment_start(times, history))
         self.window.plot_canvas.update()
         self.plot_pacer.spent(time.perf_counter() - start)
+
+    def highlight_readable(self) -> bool:
+        """Whether the cells changed since the last frame are few enough steps' worth to be worth highlighting."""
+        return self.window.runner.steps_in_last_frame <= HIGHLIGHT_MAX_STEPS
+
+    def highlight_note(self) -> str:
+        """The colour key's note when the highlight asked for is left out of the picture."""
+        o = self.window.controls.view_options()
+        if not o["highlight"] or type(self.model).changed is Model.changed or self.highlight_readable():
+            return ""
+        return f"changed cells: shown up to {HIGHLIGHT_MAX_STEPS} steps a frame"
 
     def plots_replaced(self) -> None:
         """Other live plots are shown: the next refresh draws the whole history."""

@@ -17,6 +17,7 @@ from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
 from latticelab.app import cell_readout, coarsening_panel, colour_key, graph_panel, help_menu, input_keys, log_panel
+from latticelab.app import tab_labels
 from latticelab.app import recording, signal_panel, spectral_panel, study_panel, undo, view_menu
 from latticelab.app.analysis_dock import AnalysisDock, DockPlacements, place_dock
 from latticelab.app.canvas_paints import draw_only_when_changed
@@ -76,6 +77,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.stage_ahead = interactive
         self.settle_after_swap_s = None      # seconds ``settling`` lasts after a swap (None: by backend)
         self.collector = None                # app/collector.py: when full collections may run (set at start-up)
+        self._steps_picked = True            # Steps / frame picked by the user (set from the settings)
         self.dock_placements = DockPlacements()   # when a dock of the window last appeared or went
         self.log_panel = None                # the Messages dock, once made
 
@@ -153,6 +155,19 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _set_steps_per_frame(self, n: int) -> None:
         self.steps_per_frame = n
+        self._steps_picked = n != self._default_pace()    # the default picked again: it follows the model again
+
+    def _default_pace(self) -> int:
+        return default_steps_per_frame(self.model.backend_name, type(self.model))
+
+    def follow_pace(self) -> None:
+        """Steps / frame not picked by the user: the new model's default (sim/model.py ``cpu_pace``)."""
+        if self._steps_picked:
+            return
+        pace = self._default_pace()
+        if pace != self.steps_per_frame:
+            self.controls.set_steps_per_frame(pace)
+            self.steps_per_frame = pace
 
     def _set_adaptive(self, on: bool) -> None:
         self.adaptive = on
@@ -176,6 +191,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.legend_overlay, self.legend_action = self.colour_key.overlay, self.colour_key.action
         self.hover_readout = cell_readout.install(self)      # status bar: the cell or plot sample under the mouse
         self.input_keys = input_keys.install(self)   # one-key shortcuts leave their keys to a focused input widget
+        tab_labels.install(self)       # dock tabs show their whole names; the tab bar scrolls instead (issue 41)
         self.lifecycle.docks_ahead = self.findChildren(AnalysisDock)   # their first shows prepared ahead
 
     # ==== what the docks are offered (app/dock_host.py) =========================================
@@ -236,7 +252,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def picture(self):
         o = self.controls.view_options()
         marks = o["show_links"] and self.model.marks_label is not None
-        return self.runner.picture(highlight=o["highlight"], marks=marks)
+        return self.runner.picture(highlight=o["highlight"] and self.frames.highlight_readable(), marks=marks)
 
     # ==== simulation control ====================================================================
     def set_running(self, running: bool) -> None:
@@ -310,7 +326,9 @@ class MainWindow(QtWidgets.QMainWindow):
             with QtCore.QSignalBlocker(widget):
                 widget.setChecked(p.get(key))
         steps = p.get("run/steps_per_frame")
-        c.set_steps_per_frame(default_steps_per_frame(self.model.backend_name) if steps is None else steps)
+        # not picked: the default of the backend and the model, followed at each model change (follow_pace)
+        self._steps_picked = steps is not None
+        c.set_steps_per_frame(self._default_pace() if steps is None else steps)
         self.colour_key.restore(p.get("view/legend"))
         self.steps_per_frame = c.steps_per_frame.value()
         self.adaptive = c.adaptive.isChecked()
@@ -333,8 +351,8 @@ class MainWindow(QtWidgets.QMainWindow):
         p = self.prefs
         p.set("model", self.model.name)
         p.set_model_values(self.model.name, self.runner.params)
-        if self.steps_per_frame == default_steps_per_frame(self.model.backend_name):
-            p.clear("run/steps_per_frame")     # the default follows the backend until the user picks another
+        if not self._steps_picked:
+            p.clear("run/steps_per_frame")     # the default follows the backend and model until the user picks one
         else:
             p.set("run/steps_per_frame", self.steps_per_frame)
         p.set("run/adaptive", self.adaptive)

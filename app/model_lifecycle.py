@@ -105,6 +105,11 @@ class ModelLifecycle:
         finally:
             if slow:
                 QtWidgets.QApplication.restoreOverrideCursor()
+        if what == "none" or self.runner.params == before:
+            # the value it has already: nothing to say or undo (a typed value came twice, from Enter and again
+            # as the box lost the focus, and the Messages dock logged it twice)
+            self.show_parameters()
+            return True
         if record:
             window.undo_history.record(name, before, self.runner.params, self.model.name)
         if what == "rebuild":
@@ -369,6 +374,7 @@ class ModelLifecycle:
         window.controls.set_geometry(model.shape)
         self.show_parameters()
         window.show_model_choice()
+        window.follow_pace()
         done("controls")
         if self.plots is None or self.plots is not self.plot_sets.get(type(model)):
             self.make_plots(type(model))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from latticelab.app.rest_text import inline_html, rest_to_html
 from latticelab.sim.models import get_model, model_names
 from latticelab.sim.params import allowed_text
 
@@ -31,14 +32,15 @@ def model_help(model) -> str:
     """The model's description and its parameters (label, unit, allowed values, when a change applies), as rich
     text from the model's docstring and schema."""
     cls, schema = type(model), type(model.params)
-    doc = " ".join((cls.__doc__ or "").split())
+    doc = rest_to_html(cls.__doc__ or "")     # reST (``code``, *emphasis*) as rich text, not as typed
     rows = []
     for name, info in schema.fields().items():
         unit = f" [{info['unit']}]" if info.get("unit") else ""
-        rows.append(f"<tr><td><b>{info['label']}</b> ({name}){unit}</td><td>{info['help']}</td>"
-                    f"<td>{allowed_text(schema, name)}</td><td>{APPLIES[info['applies']]}</td></tr>")
+        rows.append(f"<tr><td><b>{inline_html(info['label'])}</b> ({name}){inline_html(unit)}</td>"
+                    f"<td>{inline_html(info['help'])}</td><td>{inline_html(allowed_text(schema, name))}</td>"
+                    f"<td>{APPLIES[info['applies']]}</td></tr>")
     observables = ", ".join(f"{o.label}{f' [{o.unit}]' if o.unit else ''}" for o in cls.declared_observables)
-    return (f"<h3>{cls.title}</h3><p>{doc}</p><p><b>Plotted:</b> {observables}</p>"
+    return (f"<h3>{cls.title}</h3>{doc}<p><b>Plotted:</b> {inline_html(observables)}</p>"
             "<table cellpadding='3'><tr><th>parameter</th><th>meaning</th><th>allowed</th><th>applies</th></tr>"
             + "".join(rows) + "</table>")
 

@@ -173,7 +173,8 @@ def test_the_graph_tab_shows_computing_not_the_previous_models_graph_after_a_swi
     panel.show()
     panel.raise_()
     panel.refresh(force=True)
-    qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
+    # the dock's worker process starts with the first measurement: generous on a loaded machine
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=120000)
     assert "256 vertices" in panel.info.text() and panel.degree_plot.data is not None
     panel.refresh(force=True)          # a measurement of the Ising graph in flight when the model goes
     assert window.switch_model("cortex")
@@ -191,3 +192,213 @@ def test_the_graph_tab_shows_computing_not_the_previous_models_graph_after_a_swi
         timer.stop()
     assert not [t for t in shown if "256 vertices" in t]
     assert panel.result is None or panel.result["n"] == 128 * 128
+
+
+# ---- 22: a model declares its own pace on the CPU ------------------------------------------------------------
+def test_steps_per_frame_starts_at_the_models_declared_pace_and_follows_it_until_picked(make_window, tmp_path):
+    from latticelab.app.settings import default_steps_per_frame
+    from latticelab.sim.models import get_model
+
+    if default_steps_per_frame("numpy", get_model("ising")) != 1:
+        pytest.skip("the Ising model no longer steps one sweep a frame on the CPU")
+    assert default_steps_per_frame("numpy", get_model("cahn-hilliard")) == AUTO_STEPS
+    assert default_steps_per_frame("numpy", get_model("cortex")) == AUTO_STEPS
+    settings = tmp_path / "pace.ini"
+    window = make_window(settings_file=settings, model="cahn-hilliard", L=32)
+    if window.model.backend_name == "cuda":
+        pytest.skip("on a GPU every model starts at auto")
+    steps = window.controls.steps_per_frame
+    assert steps.text() == "auto" and window.steps_per_frame == AUTO_STEPS
+    window.set_parameter("L", 24)                  # a rebuild keeps it
+    assert window.steps_per_frame == AUTO_STEPS
+    assert window.switch_model("ising")             # not picked: the next model's own pace
+    assert steps.value() == 1 and window.steps_per_frame == 1
+    assert window.switch_model("cortex")
+    assert steps.text() == "auto" and window.steps_per_frame == AUTO_STEPS
+    steps.setValue(3)                               # picked: kept across switches and stored
+    assert window.switch_model("cahn-hilliard")
+    assert steps.value() == 3 and window.steps_per_frame == 3
+    window.close()
+    store = QtCore.QSettings(str(settings), QtCore.QSettings.Format.IniFormat)
+    assert int(store.value("run/steps_per_frame")) == 3
+
+
+# ---- 18: the time step suggested for a new dimension follows the integrator ----------------------------------
+def test_switching_a_spectral_cahn_hilliard_to_3d_keeps_a_spectral_time_step(make_window):
+    from latticelab.sim.models.cahn_hilliard.params import fd_stable_dt
+
+    window = make_window(model="cahn-hilliard", L=32, integrator="spectral", m=20.0, dt=0.02)
+    assert window.set_parameter("dim", 3)
+    p = window.model.params
+    assert (p.dim, p.integrator, p.m) == (3, "spectral", 20.0)
+    limit = fd_stable_dt(3, p.dx, p.m, p.b, p.u, p.K)
+    assert p.dt > 10 * limit, f"dt = {p.dt}: the finite-difference limit ({limit:.2g}) was applied to a spectral step"
+    # with the finite-difference integrator the suggestion still keeps below its stability limit
+    fd = make_window(model="cahn-hilliard", L=32, m=20.0, dt=0.001)
+    assert fd.set_parameter("dim", 3)
+    q = fd.model.params
+    assert q.integrator == "finite-difference" and q.dt <= fd_stable_dt(3, q.dx, q.m, q.b, q.u, q.K)
+
+
+# ---- 23: the highlight of changed cells at many steps a frame -------------------------------------------------
+def _spin_and_flip_pixels(window):
+    from gui_helpers import cell_centres_2d, expected_rgb, pixels_at
+    L = window.model.L
+    image = window.capture("view")
+    colours = pixels_at(image, window.field_view.world_to_canvas(cell_centres_2d(L)))
+    spin = expected_rgb([0, 1])
+    flipped = [c for c in expected_rgb([2, 3])]
+    is_spin = (np.abs(colours[:, None, :] - spin[None]).max(axis=2) <= 3).any(axis=1)
+    is_flip = (np.abs(colours[:, None, :] - np.asarray(flipped)[None]).max(axis=2) <= 3).any(axis=1)
+    return is_spin.sum(), is_flip.sum()
+
+
+def test_many_steps_a_frame_draw_the_spins_and_the_key_says_the_highlight_is_left_out(make_window, qtbot):
+    window = make_window(L=16, T=3.0, seed=4)      # hot: a step flips many spins
+    window.controls.steps_per_frame.setValue(200)  # as a GPU frame at auto: many sweeps in one frame
+    done = []
+    window.run_steps(200, then=lambda: done.append(True))
+    qtbot.waitUntil(lambda: bool(done), timeout=60000)
+    assert window.model.step_count == 200
+    spins, flipped = _spin_and_flip_pixels(window)
+    assert flipped == 0 and spins == 16 * 16, (spins, flipped)
+    assert any("changed cells" in label for label in window.legend_overlay.labels), window.legend_overlay.labels
+    assert not any(label.startswith("flipped") for label in window.legend_overlay.labels)
+
+    window.step_once()                             # one step a frame: its flips are highlighted again
+    qtbot.waitUntil(lambda: window.model.step_count == 201, timeout=30000)
+    spins, flipped = _spin_and_flip_pixels(window)
+    assert flipped > 0 and spins + flipped == 16 * 16
+    assert not any("changed cells" in label for label in window.legend_overlay.labels)
+
+
+# ---- 24: a typed value is logged once ---------------------------------------------------------------------------
+def test_a_value_typed_and_entered_is_logged_once(make_window, qtbot):
+    from gui_helpers import activate
+    from PySide6.QtTest import QTest
+
+    window = make_window(L=16, T=2.0)
+    activate(qtbot, window)
+    panel = window.log_panel
+    for name, text, said in (("T", "2.5", "T = 2.5"), ("seed", "7", "seed = 7")):
+        before = len(panel.messages())
+        box = window.controls.field(name).text_box()
+        box.setFocus()
+        qtbot.waitUntil(box.hasFocus, timeout=5000)
+        box.selectAll()
+        QTest.keyClicks(box, text)
+        QTest.keyClick(box, QtCore.Qt.Key.Key_Return)
+        window.lattice_canvas.native.setFocus()        # the box loses the focus: Qt says editing finished again
+        qtbot.waitUntil(lambda: not box.hasFocus(), timeout=5000)
+        qtbot.wait(50)
+        logged = [m[2] for m in panel.messages()[before:]]
+        assert len([m for m in logged if m.startswith(said)]) == 1, logged
+    assert window.runner.params.T == 2.5 and window.runner.params.seed == 7
+
+
+# ---- 24: the Spectrum dock offers only what applies -----------------------------------------------------------
+def test_the_spectrum_dock_offers_cluster_sizes_and_the_iso_slider_only_where_they_apply(make_window, qtbot):
+    from latticelab.app.spectral_panel import SpectralPanel
+
+    window = make_window(model="cahn-hilliard", L=32)
+    panel = window.findChild(SpectralPanel)
+    panel.show()
+    panel.raise_()
+    qtbot.wait(50)
+    offered = lambda: (panel.iso_slider.isVisible(), panel.clusters_box.isVisible())   # noqa: E731
+    assert panel.refresh(force=True), panel.last_error
+    assert offered() == (False, False)                  # 2D Cahn-Hilliard: no iso value, no clusters
+    assert window.switch_model("ising") and window.set_parameter("L", 16)
+    assert panel.refresh(force=True), panel.last_error
+    assert offered() == (False, True)                   # 2D Ising: clusters, no iso value
+    assert window.set_parameter("dim", 3) and window.set_parameter("L", 8)
+    assert panel.refresh(force=True), panel.last_error
+    assert offered() == (True, True)
+
+
+# ---- 24: About the model shows its text rendered, not its reST ------------------------------------------------
+def test_about_the_model_renders_the_docstrings_markup(make_window, qtbot):
+    from gui_helpers import answer_next_dialog
+    from latticelab.sim.models import model_names
+
+    window = make_window(L=16)
+    for name in model_names():
+        assert window.switch_model(name), window.last_error
+        found = []
+        answer_next_dialog(qtbot, "OK", found)
+        window.model_help_action.trigger()             # the dialog a user opens (Help > About the ...)
+        assert found, "no dialog"
+        document = QtGui.QTextDocument()
+        document.setHtml(found[0])
+        shown = document.toPlainText()
+        assert "``" not in shown, shown
+        assert type(window.model).title in shown
+        assert "<code>" in found[0]                    # the docstring's literals, set as code
+
+
+# ---- 10: running statistics and exported plot data do not pool different parameters ---------------------------
+def test_a_parameter_change_restarts_the_running_mean_marks_the_plots_and_splits_the_export(
+        make_window, qtbot, tmp_path):
+    from latticelab.render.plots import PLOT_BACKGROUND, SEGMENT_MARK, mean_text
+    from latticelab.sim import export
+
+    from gui_helpers import on_screen
+
+    window = make_window(L=16, T=2.25, seed=5)
+    qtbot.waitUntil(lambda: window.plots is not None and window.plots.built, timeout=30000)
+
+    def run(steps):
+        done = []
+        window.run_steps(steps, then=lambda: done.append(True))
+        qtbot.waitUntil(lambda: bool(done), timeout=60000)
+
+    run(40)
+    assert window.set_parameter("T", 1.5)
+    run(40)
+    assert window.set_parameter("algorithm", "wolff")
+    run(30)
+    times, values = window.runner.history.arrays()
+    assert len(times) == 111                        # one record at the start and one a step: nothing thinned
+    # the title's mean is that of the last 30 steps (Wolff at T = 1.5) only
+    plots = window.plots
+    energy = next(s for s in plots.series if s.key == "energy")
+    assert energy.average
+    title = plots.titles["energy"].text
+    assert title == f"{energy.title} {mean_text(values['energy'][-30:])}", title
+    assert title != f"{energy.title} {mean_text(values['energy'])}"
+    # a line marks where the parameters last changed, in every plot
+    window.plot_dock.raise_()
+    window.plot_canvas.update()
+    qtbot.waitUntil(lambda: not getattr(window.plot_canvas, "stale", False), timeout=10000)
+    image = on_screen(window.plot_canvas)
+    alpha = SEGMENT_MARK[3]
+    mark = np.round((alpha * np.asarray(SEGMENT_MARK[:3]) + (1 - alpha) * np.asarray(PLOT_BACKGROUND[:3])) * 255)
+    assert (np.abs(image - mark).max(axis=2) <= 24).sum() > 20, "no segment mark drawn"
+
+    # the export numbers the segments and names each one's parameters
+    path = window.recording.export_data(tmp_path / "plots.csv", confirm=False)
+    comment, columns = export.read_series_csv(path)
+    assert columns["segment"].tolist() == [1] * 41 + [2] * 40 + [3] * 30
+    assert "segment 1 from step 0: T=2.25" in comment and "algorithm=metropolis" in comment
+    assert "segment 2 from step 41: T=1.5" in comment and "segment 3 from step 81: T=1.5" in comment
+    assert comment.endswith("algorithm=wolff"), comment
+
+
+# ---- 24: dock tabs show their whole names -----------------------------------------------------------------------
+def test_dock_tabs_show_their_whole_names(make_window, qtbot):
+    window = make_window(model="cahn-hilliard", L=32, size=(1400, 860))   # five tabs: more than fit
+
+    def bars():
+        return [bar for bar in window.findChildren(QtWidgets.QTabBar) if bar.isVisible() and bar.count() > 1]
+
+    qtbot.waitUntil(lambda: any("Coarsening" in [b.tabText(i) for i in range(b.count())] for b in bars()),
+                    timeout=20000)
+    qtbot.wait(200)
+    names = []
+    for bar in bars():
+        for i in range(bar.count()):
+            names.append(bar.tabText(i))
+            # a tab narrower than it asks for has its name cut ("Gra...")
+            assert bar.tabRect(i).width() >= bar.tabSizeHint(i).width(), \
+                f"tab {bar.tabText(i)!r} is {bar.tabRect(i).width()} px wide, asks for {bar.tabSizeHint(i).width()}"
+    assert "Graph" in names and "Study" in names and "Coarsening" in names, names
