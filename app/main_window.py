@@ -191,7 +191,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.legend_overlay, self.legend_action = self.colour_key.overlay, self.colour_key.action
         self.hover_readout = cell_readout.install(self)      # status bar: the cell or plot sample under the mouse
         self.input_keys = input_keys.install(self)   # one-key shortcuts leave their keys to a focused input widget
-        tab_labels.install(self)       # dock tabs show their whole names; the tab bar scrolls instead (issue 41)
+        self.tab_labels = tab_labels.install(self)   # dock tabs show their whole names; the tab bars scroll instead
         self.lifecycle.docks_ahead = self.findChildren(AnalysisDock)   # their first shows prepared ahead
 
     # ==== what the docks are offered (app/dock_host.py) =========================================

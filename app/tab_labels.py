@@ -22,9 +22,11 @@ class _TabBarsWholeNames(QtCore.QObject):
         return False
 
 
-def install(window: QtWidgets.QMainWindow) -> None:
+def install(window: QtWidgets.QMainWindow) -> QtCore.QObject:
+    """Every tab bar of ``window``, those made later too, shows whole names; returns the filter (the window keeps
+    it)."""
     for bar in window.findChildren(QtWidgets.QTabBar):
         whole_names(bar)
     keeper = _TabBarsWholeNames(window)
     window.installEventFilter(keeper)
-    window.tab_labels = keeper
+    return keeper
