@@ -115,7 +115,10 @@ def run_gui(args) -> int:
     elif args.quit:
         store = None
     else:
-        store = QtCore.QSettings()
+        from latticelab.app.settings import open_default_store
+        store, refused = open_default_store()
+        if refused:
+            log.warning("%s", refused)
     prefs = Preferences(store)
     model = resolve_model(args, prefs)
     try:
