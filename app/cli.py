@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import csv
 import importlib
-import io as text_io
 import logging
 import os
 import sys
@@ -164,22 +163,45 @@ class Interrupted(Exception):
         self.signum = signum
 
 
+class _Signals:
+    """SIGINT and SIGTERM as Interrupted, raised where the run is, except inside ``held()``: a signal that comes
+    there is raised at its end (a step's bookkeeping, its count and its CSV row, is done whole or not at all)."""
+
+    def __init__(self):
+        self._held = False
+        self._pending: int | None = None
+
+    def stop(self, signum, _frame):
+        if self._held:
+            self._pending = signum
+            return
+        raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def held(self):
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+        if self._pending is not None:
+            raise Interrupted(self._pending)
+
+
 @contextlib.contextmanager
 def _interruptible():
     """SIGINT and SIGTERM raise Interrupted inside the block (in the main thread), so a run stops between
-    steps with a message instead of a traceback; the previous handlers come back afterwards."""
+    steps with a message instead of a traceback; the previous handlers come back afterwards. Yields the
+    ``_Signals`` whose ``held()`` defers them."""
     import signal
     import threading
+    signals = _Signals()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield signals
         return
-
-    def stop(signum, _frame):
-        raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, signals.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield signals
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -238,13 +260,15 @@ def run_model(args) -> int:
 
     The run records ``--steps`` steps or until the model's time reaches ``--until``, after ``--equilibrate``
     steps. The model's own options (``Model.run_options``: input files, extra outputs) act through its
-    ``RunHooks``; ``--record`` makes a movie of the recorded steps (sim/recording.py). Every output is kept in
-    memory (the movie: under a temporary name) and written atomically when the run is complete, so an
-    interrupted run leaves the old files (or none); the output paths are checked before the run starts. On a
-    terminal a progress bar shows the time left."""
+    ``RunHooks``; ``--record`` makes a movie of the recorded steps (sim/recording.py). The CSV rows are
+    streamed to a temporary file beside ``--csv`` as they come (memory does not grow with the run) and moved to
+    its name when the run ends; interrupted (SIGINT, SIGTERM) after some recorded steps, the finished rows are
+    moved there all the same, and the message says how many. The other outputs are written atomically when the
+    run is complete, so an interrupted run leaves the old files (or none); the output paths are checked before
+    the run starts. On a terminal a progress bar shows the time left."""
     import signal
 
-    from latticelab.sim.io import open_atomic
+    from latticelab.sim.io import AtomicFile, open_atomic
     from latticelab.sim.models import get_model
     from latticelab.sim.params import ParameterError
 
@@ -262,14 +286,15 @@ def run_model(args) -> int:
     recorder = _recorder(args)
     names = [o.name for o in cls.declared_observables]
     time_column = cls.time_label.replace(" ", "_")
-    rows = text_io.StringIO() if args.csv else None
-    writer = csv.DictWriter(rows, fieldnames=[time_column, *names]) if rows else None
-    if writer:
-        writer.writeheader()
+    table = AtomicFile(args.csv, overwrite=args.overwrite, binary=False) if args.csv else None
+    writer, rows = None, 0
     phase, done, bar = "equilibration", 0, None
     elapsed = 0.0
     try:
-        with _interruptible():
+        if table is not None:
+            writer = csv.DictWriter(table.file, fieldnames=[time_column, *names])
+            writer.writeheader()
+        with _interruptible() as signals:
             summary = " ".join(f"{k}={v}" for k, v in model.params.model_dump().items())
             print(f"latticelab: {cls.title} {summary} on {model.backend_name} [{model.device_name}]",
                   file=sys.stderr)
@@ -293,17 +318,19 @@ def run_model(args) -> int:
                 before = model.time
                 hooks.step(model, until)
                 hooks.after_step(model)
-                done += 1
-                if writer:
-                    writer.writerow({time_column: model.time, **model.observables()})
+                with signals.held():        # the step is counted with its row
+                    done += 1
+                    if writer:
+                        writer.writerow({time_column: model.time, **model.observables()})
+                        rows += 1
                 _record_frame(recorder, model)
                 bar.update(1 if until is None else min(model.time, until) - before)
             elapsed = time.perf_counter() - start
             bar.close()
             phase = "writing"
-            if rows is not None:
-                with open_atomic(args.csv, overwrite=args.overwrite, binary=False) as f:
-                    f.write(rows.getvalue())
+            if table is not None:
+                table, finished = None, table
+                finished.commit()
             for option, write in hooks.outputs(model).items():
                 with open_atomic(getattr(args, option), overwrite=args.overwrite, binary=False) as f:
                     write(f)
@@ -316,14 +343,22 @@ def run_model(args) -> int:
             bar.close()
         if recorder is not None:
             recorder.abort()
+        kept_rows = rows > 0          # written below, or already in the writing phase
+        if table is not None:
+            table, unfinished = None, table
+            if kept_rows:
+                unfinished.commit()     # the rows of the finished steps: what the run got to
+            else:
+                unfinished.discard()
         total = args.equilibrate if phase == "equilibration" else (steps if until is None else None)
         completed = done - 1 if done and phase == "equilibration" else done    # the loop's step was cut short
         how_far = (f" of {total} steps" if total is not None
                    else f" steps ({cls.time_label} {model.time:g} of {until:g})")
         where = (f"while writing {', '.join(outputs.values())}" if phase == "writing"
                  else f"during {phase} after {completed}{how_far}")
-        kept = "".join(f"; {path} was left as it was" if os.path.exists(path) else f"; {path} was not written"
-                       for path in outputs.values())
+        kept = "".join(f"; the {rows} finished rows were written to {path}" if kept_rows and option == "--csv"
+                       else f"; {path} was left as it was" if os.path.exists(path) else f"; {path} was not written"
+                       for option, path in outputs.items())
         if args.record:
             kept += f"; the recording {args.record} was not kept"
         print(f"latticelab: interrupted ({signal.Signals(exc.signum).name}) {where}{kept}", file=sys.stderr)
@@ -331,6 +366,8 @@ def run_model(args) -> int:
     except BaseException:
         if recorder is not None:
             recorder.abort()
+        if table is not None:
+            table.discard()
         raise
     for note in hooks.notes():
         print(f"latticelab: {note}", file=sys.stderr)

@@ -117,50 +117,76 @@ def free_path(path) -> Path:
     raise OutputError(path, "no free name next to it")
 
 
-@contextlib.contextmanager
-def open_atomic(path, overwrite: bool = False, binary: bool = True):
-    """Yield a file object whose content appears at ``path`` only when the block ends without an error.
+class AtomicFile:
+    """A file written under a temporary name beside ``path`` and moved to ``path`` by ``commit`` (flushed and
+    fsynced first), or removed by ``discard``: for a writer that decides at its end whether what it wrote is kept
+    (``latticelab run --csv`` streams its rows and keeps the finished ones when interrupted). ``open_atomic`` is
+    the usual way in: commit when its block ends, discard on an error.
 
     An existing ``path`` raises OutputError (before anything is written) unless ``overwrite``; a folder, a
-    device or a missing folder always do. Errors while writing name ``path``, never the temporary file.
-    """
-    path = check_output(path, overwrite)
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=folder)
-    except OSError as exc:
-        reason = f"cannot create files in {folder}" if exc.errno == errno.ENOENT else _reason(exc)
-        raise OutputError(path, reason, exc.errno) from None
-    try:
+    device or a missing folder always do. Errors name ``path``, never the temporary file."""
+
+    def __init__(self, path, overwrite: bool = False, binary: bool = True):
+        self.path = check_output(path, overwrite)
+        self.overwrite = overwrite
+        folder = self.path.parent if str(self.path.parent) else Path(".")
+        try:
+            fd, self._tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=folder)
+        except OSError as exc:
+            reason = f"cannot create files in {folder}" if exc.errno == errno.ENOENT else _reason(exc)
+            raise OutputError(self.path, reason, exc.errno) from None
         try:
             os.fchmod(fd, 0o666 & ~current_umask())
-            f = os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": "", "encoding": "utf-8"}))
+            self.file = os.fdopen(fd, "wb" if binary else "w",
+                                  **({} if binary else {"newline": "", "encoding": "utf-8"}))
         except OSError as exc:
             os.close(fd)
-            raise OutputError(path, _reason(exc), exc.errno) from None
-        with f:
-            yield f
-            try:
-                f.flush()
-                os.fsync(f.fileno())
-            except OSError as exc:
-                raise OutputError(path, _reason(exc), exc.errno) from None
+            self._remove()
+            raise OutputError(self.path, _reason(exc), exc.errno) from None
+
+    def commit(self) -> Path:
+        """Flush, fsync and move the file to its name; OutputError (the temporary file removed) if that fails."""
         try:
-            if overwrite:
-                os.replace(tmp, path)
+            with self.file:
+                self.file.flush()
+                os.fsync(self.file.fileno())
+            if self.overwrite:
+                os.replace(self._tmp, self.path)
             else:
-                os.link(tmp, path)      # fails if the name was taken meanwhile
-                os.unlink(tmp)
+                os.link(self._tmp, self.path)      # fails if the name was taken meanwhile
+                os.unlink(self._tmp)
         except FileExistsError:
-            raise OutputExists(path, _REASONS[errno.EEXIST], errno.EEXIST) from None
+            self._remove()
+            raise OutputExists(self.path, _REASONS[errno.EEXIST], errno.EEXIST) from None
         except OSError as exc:
-            raise OutputError(path, _reason(exc), exc.errno) from None
-    except BaseException as exc:
+            self._remove()
+            raise OutputError(self.path, _reason(exc), exc.errno) from None
+        return self.path
+
+    def discard(self) -> None:
+        """Close and remove the temporary file: the target stays as it was."""
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            self.file.close()
+        self._remove()
+
+    def _remove(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp)
+
+
+@contextlib.contextmanager
+def open_atomic(path, overwrite: bool = False, binary: bool = True):
+    """Yield a file object whose content appears at ``path`` only when the block ends without an error (see
+    ``AtomicFile``)."""
+    target = AtomicFile(path, overwrite, binary)
+    try:
+        yield target.file
+    except BaseException as exc:
+        target.discard()
         if isinstance(exc, OSError) and not isinstance(exc, OutputError):
-            raise OutputError(path, _reason(exc), exc.errno) from None
+            raise OutputError(target.path, _reason(exc), exc.errno) from None
         raise
+    target.commit()
 
 
 def write_atomic(path, write, overwrite: bool = False, binary: bool = True) -> Path:

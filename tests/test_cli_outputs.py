@@ -248,7 +248,7 @@ def test_bench_cpu_results_go_to_bench_results_from_any_folder(tmp_path, monkeyp
     assert (RESULTS_DIR / "cpu-CPU.json").exists()
 
 
-def test_an_interrupted_run_leaves_no_movie_and_no_outputs(tmp_path, capsys, monkeypatch):
+def test_an_interrupted_run_leaves_no_movie_and_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
     import signal
 
     from latticelab.sim.models.ising.model import IsingModel
@@ -265,5 +265,6 @@ def test_an_interrupted_run_leaves_no_movie_and_no_outputs(tmp_path, capsys, mon
                         tmp_path / "m.mp4", "--csv", tmp_path / "o.csv"], capsys)
     assert code == 128 + signal.SIGINT
     assert "interrupted (SIGINT) during recording after 5 of 50 steps" in err
-    assert "o.csv was not written" in err and "the recording" in err and "was not kept" in err
-    assert list(tmp_path.iterdir()) == []        # no movie, no temporary file
+    assert "the 5 finished rows were written to" in err and "the recording" in err and "was not kept" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["o.csv"]        # no movie, no temporary file
+    assert len((tmp_path / "o.csv").read_text().splitlines()) == 1 + 5
