@@ -384,7 +384,8 @@ def _recorder(args):
         return None
     from latticelab.sim.recording import FrameRecorder
     check_record_options(args)
-    recorder = FrameRecorder(args.record, fps=args.fps, every=args.record_every, overwrite=args.overwrite)
+    recorder = FrameRecorder(args.record, fps=args.fps, every=args.record_every, overwrite=args.overwrite,
+                             keep_every_frame=True)     # a run waits for its encoder: every frame asked for
     for note in recorder.notes:
         print(f"latticelab: {note}", file=sys.stderr)
     return recorder
