@@ -20,6 +20,7 @@ from latticelab.sim.params import allowed_text
 
 BACKENDS = ("auto", "cuda", "numpy")
 DEFAULT_STEPS = 100
+CHECK_EVERY = 1000      # without --csv, a run's observables are checked (finite) every this many steps
 
 
 class UsageError(Exception):
@@ -269,6 +270,7 @@ def run_model(args) -> int:
     import signal
 
     from latticelab.sim.io import AtomicFile, open_atomic
+    from latticelab.sim.model import check_finite
     from latticelab.sim.models import get_model
     from latticelab.sim.params import ParameterError
 
@@ -318,15 +320,19 @@ def run_model(args) -> int:
                 before = model.time
                 hooks.step(model, until)
                 hooks.after_step(model)
+                values = model.observables() if writer or done % CHECK_EVERY == 0 else None
+                if values is not None:
+                    check_finite(model, values)     # a diverged run ends with one line, not rows of NaN
                 with signals.held():        # the step is counted with its row
                     done += 1
                     if writer:
-                        writer.writerow({time_column: model.time, **model.observables()})
+                        writer.writerow({time_column: model.time, **values})
                         rows += 1
                 _record_frame(recorder, model)
                 bar.update(1 if until is None else min(model.time, until) - before)
             elapsed = time.perf_counter() - start
             bar.close()
+            check_finite(model, model.observables())
             phase = "writing"
             if table is not None:
                 table, finished = None, table
