@@ -51,13 +51,13 @@ from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cahn_hilliard.change_kernel import (CHANGE_FILE, CHANGE_KERNELS, CHANGE_MAX_BLOCKS,
                                                               CHANGE_THREADS, change_launch)
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
-from latticelab.sim.models.cahn_hilliard.params import (DIVERGED_AMPLITUDE, INITIAL_AMPLITUDE, SPECTRAL,
-                                                       CahnHilliardParams, phase_amplitude)
+from latticelab.sim.models.cahn_hilliard.params import (COEFFICIENT_MAX, DIVERGED_AMPLITUDE, INITIAL_AMPLITUDE,
+                                                       SPECTRAL, CahnHilliardParams, phase_amplitude)
 from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi
 from latticelab.sim.models.cahn_hilliard.spectral import DeviceControl, History, SpectralStepper, stabiliser
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
-from latticelab.sim.rng import StreamRNG
+from latticelab.sim.rng import StreamRNG, counter_problem
 
 # Peak bytes per cell, measured with tracemalloc on NumPy (2D L = 256, 3D L = 40; tests/test_memory_estimate.py):
 # what the model keeps for each integrator (the field, RK2 stages or the transform and k^2 grid; a = item size),
@@ -575,11 +575,19 @@ def _validate_state(model: CahnHilliardModel, state) -> dict:
             if value.shape != () or value.dtype.kind not in "iu" or int(value) < 0:
                 raise _bad(f"{key} must be a non-negative integer")
             out[key] = int(value)
+            if problem := counter_problem(key, out[key]):
+                raise _bad(problem)
         for key in ("time", "dt_current", "last_dt"):
             value = np.asarray(state[key])
             if value.shape != () or value.dtype.kind != "f" or not math.isfinite(float(value)) or float(value) < 0:
                 raise _bad(f"{key} must be a finite non-negative number")
             out[key] = float(value)
+        # no step is longer than the largest dt the schema allows: a clock beyond that is damaged
+        if out["time"] > (out["step_count"] + 1) * COEFFICIENT_MAX:
+            raise _bad(f"time = {out['time']:g} after {out['step_count']} steps of at most dt = {COEFFICIENT_MAX:g}")
+        for key in ("dt_current", "last_dt"):
+            if out[key] > COEFFICIENT_MAX:
+                raise _bad(f"{key} = {out[key]:g} is above the largest dt ({COEFFICIENT_MAX:g})")
         phi, hat = np.asarray(state["phi"]), np.asarray(state["phi_hat"])
         history = _saved_history(state)
     except KeyError as exc:
@@ -590,6 +598,10 @@ def _validate_state(model: CahnHilliardModel, state) -> dict:
         raise _bad(f"{type(exc).__name__}: {exc}") from None
     if phi.shape != model.shape or phi.dtype != model.dtype or not np.all(np.isfinite(phi)):
         raise _bad(f"phi must be finite {model.dtype} of shape {model.shape}")
+    largest = model._diverged_limit()
+    if phi.size and float(np.abs(phi).max()) > largest:
+        raise _bad(f"phi has values up to |phi| = {float(np.abs(phi).max()):.3g}, beyond +-{largest:g} (a diverged "
+                   "field)")
     out["history"] = None
     if model.params.integrator in SPECTRAL:
         expected = model._spectral_stepper().forward(model.xp.asarray(phi))

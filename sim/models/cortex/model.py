@@ -28,6 +28,7 @@ from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cortex.params import CortexParams
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
+from latticelab.sim.rng import counter_problem
 
 V_LOW, V_HIGH = -80.0, 30.0         # the picture's range (mV)
 TRACE_STEPS = 16384                 # steps of EEG and firing fractions kept on the device
@@ -49,6 +50,11 @@ def cuda_layout(r: int) -> str:
 # every neuron) takes about this many bytes per connection of a chunk: int64 slots, receivers, offsets, the
 # pending list and the Philox words (measured with tracemalloc: 184 +- 1 at k = 10 .. 200).
 CONNECT_BYTES_PER_CONNECTION = 184
+# What a saved state's arrays may hold. The largest input one step can deliver is k A / lambda = 1000 x 100 /
+# 0.01 = 1e7 mV (the schema's bounds); 1e12 leaves room for any run of them, and refuses damaged values (1e30).
+V_FLOOR = -1e12
+STATE_RANGES = (("v", V_FLOOR, V_PEAK, "membrane potentials, mV"), ("u", -1e12, 1e12, "recovery variables"),
+                ("ev", -1e12, 1e12, "pending inputs, mV"))
 CONNECT_CHUNK = 1 << 20
 
 
@@ -378,10 +384,19 @@ class CortexModel(Model):
         step_count, ev_idx = int(values["step_count"]), int(values["ev_idx"])
         if step_count < 0 or not 0 <= ev_idx < EV_MAX or step_count % EV_MAX != ev_idx:
             raise ParameterError("state", f"step_count {step_count} and ev_idx {ev_idx} do not match")
-        if not (np.all(np.isfinite(values["v"])) and np.all(np.isfinite(values["u"]))
-                and np.all(np.isfinite(values["ev"])) and np.all(values["v"] <= V_PEAK)):
-            raise ParameterError("state", "the membrane potentials or the pending inputs are not finite numbers "
-                                          f"<= {V_PEAK} mV")
+        if problem := counter_problem("step_count", step_count):
+            raise ParameterError("state", problem)
+        for key, low, high, what in STATE_RANGES:
+            a = values[key]
+            bad = a[~(np.isfinite(a) & (a >= low) & (a <= high))]
+            if bad.size:
+                raise ParameterError("state", f"{key!r} ({what}) must be finite numbers in [{low:g}, {high:g}]; "
+                                              f"got {float(bad.flat[0]):g}")
+        eeg, fe, fi = (float(x) for x in values["last"])
+        if not (V_FLOOR <= eeg <= V_PEAK and 0 <= fe <= 1 and 0 <= fi <= 1):
+            raise ParameterError("state", f"'last' (the last step's EEG in mV and firing fractions) must be finite, "
+                                          f"the EEG in [{V_FLOOR:g}, {V_PEAK:g}] and the fractions in [0, 1]; got "
+                                          f"{eeg:g}, {fe:g}, {fi:g}")
         model = cls(params, backend=backend)
         if not np.array_equal(values["data"] >> 1, model._types):
             raise ParameterError("state", "the neuron types differ from those the seed gives: the state was saved "
