@@ -50,12 +50,22 @@ def cuda_layout(r: int) -> str:
 # every neuron) takes about this many bytes per connection of a chunk: int64 slots, receivers, offsets, the
 # pending list and the Philox words (measured with tracemalloc: 184 +- 1 at k = 10 .. 200).
 CONNECT_BYTES_PER_CONNECTION = 184
+CONNECT_CHUNK = 1 << 20
+# The NumPy phase 2 delivers spikes through an outgoing-edge index (engines.py NumpyPhases._outgoing), built
+# once per network by a stable argsort of the k n sources: int64 order, its int64 remainder and the int32
+# receivers kept (plus uint16 sort keys where n <= 2^16), beside the int32 sources. Bytes per connection:
+OUTGOING_BUILD_BYTES = 4 + 8 + 8 + 4
+# A step gathers the receivers of the firing neurons (an int64 index, its int64 arange and sum, the int32
+# receivers: 28 bytes a firing connection) and adds their washout to w <= EV_MAX ring rows (three float32
+# temporaries); the estimate allows for a quarter of the network firing in one step.
+STEP_BYTES_PER_FIRING_CONNECTION = 28
+FIRING_ALLOWED = 0.25
+
 # What a saved state's arrays may hold. The largest input one step can deliver is k A / lambda = 1000 x 100 /
 # 0.01 = 1e7 mV (the schema's bounds); 1e12 leaves room for any run of them, and refuses damaged values (1e30).
 V_FLOOR = -1e12
 STATE_RANGES = (("v", V_FLOOR, V_PEAK, "membrane potentials, mV"), ("u", -1e12, 1e12, "recovery variables"),
                 ("ev", -1e12, 1e12, "pending inputs, mV"))
-CONNECT_CHUNK = 1 << 20
 
 
 class CortexModel(Model):
@@ -105,16 +115,22 @@ class CortexModel(Model):
 
     @classmethod
     def estimate_bytes(cls, params: CortexParams, backend_name: str) -> int:
-        """Peak bytes from L and k: the larger of building the connections (the int32 sources plus one chunk's
-        scratch; on a GPU kernels/connect.cu writes the sources, or the packed offsets for r <= 127, directly)
-        and running (bytes_per_neuron)."""
+        """Peak bytes from L and k. On a GPU: running (bytes_per_neuron; kernels/connect.cu writes the sources, or
+        the packed offsets for r <= 127, directly). On NumPy the largest of: building the connections (the int32
+        sources plus one chunk's scratch), building the outgoing-edge index of phase 2 (the sort, beside the
+        sources and the neurons' state), and running (sources, receivers and offsets kept, the neurons' state,
+        and a step's temporaries)."""
         n, k = params.L ** 2, params.k
         if backend_name == "cuda":
             return int(math.ceil(bytes_per_neuron(k, params.L, params.r, cuda_layout(params.r)) * n))
-        running = bytes_per_neuron(k) * n
+        neuron = bytes_per_neuron(0)                       # the ring, v, u, tv, data, delay and temporaries
         slots_per_chunk = min(k, max(1, CONNECT_CHUNK // n))
         building = (4 * k + CONNECT_BYTES_PER_CONNECTION * slots_per_chunk + 24) * n
-        return max(building, running)
+        keys = 2 * k if n <= 1 << 16 else 0
+        outgoing = (4 * k + OUTGOING_BUILD_BYTES * k + keys + neuron) * n
+        step = STEP_BYTES_PER_FIRING_CONNECTION * FIRING_ALLOWED * k + 12 * EV_MAX
+        running = (8 * k + 8 + neuron + step) * n
+        return int(math.ceil(max(building, outgoing, running)))
 
     def __init__(self, params: CortexParams | None = None, backend: str = "auto", *, phases=None, **values):
         params = self._setup(params, backend, values)
