@@ -21,6 +21,7 @@ from latticelab.sim.params import allowed_text
 BACKENDS = ("auto", "cuda", "numpy")
 DEFAULT_STEPS = 100
 CHECK_EVERY = 1000      # without --csv, a run's observables are checked (finite) every this many steps
+MAX_RUN_STEPS = 1e10    # an --until run whose pace would need more steps than this is stopped with a message
 
 
 class UsageError(Exception):
@@ -315,11 +316,14 @@ def run_model(args) -> int:
                 bar = _progress(max(until - model.time, 0.0), "recording", cls.time_label, sys.stderr)
             _record_frame(recorder, model)
             start = time.perf_counter()
+            clock_start = model.time
             while (done < steps) if until is None else (model.time < until):
                 hooks.before_step(model)
                 before = model.time
                 hooks.step(model, until)
                 hooks.after_step(model)
+                if until is not None and done and done % CHECK_EVERY == 0:
+                    clock_start = _check_time_left(model, until, clock_start, cls.time_label)
                 values = model.observables() if writer or done % CHECK_EVERY == 0 else None
                 if values is not None:
                     check_finite(model, values)     # a diverged run ends with one line, not rows of NaN
@@ -382,6 +386,19 @@ def run_model(args) -> int:
     print(f"step {model.step_count}{clock}: " + "  ".join(f"{k} {v:.6f}" for k, v in obs.items())
           + f"  ({done / max(elapsed, 1e-9):.1f} steps/s)")
     return 0
+
+
+def _check_time_left(model, until: float, since: float, time_label: str) -> float:
+    """After CHECK_EVERY more steps of an --until run: UsageError when, at the pace of those steps, the time left
+    would take more than MAX_RUN_STEPS steps (a time step too small to get anywhere: the run would never end).
+    Returns the time to measure the next pace from."""
+    pace = (model.time - since) / CHECK_EVERY
+    left = until - model.time
+    if left > 0 and not (pace > 0 and left / pace <= MAX_RUN_STEPS):
+        steps = f"{left / pace:.3g} more steps" if pace > 0 else "steps without end (the time does not advance)"
+        raise UsageError(f"--until: reaching {time_label} {until:g} at {pace:.3g} a step would take {steps}; "
+                         f"at most {MAX_RUN_STEPS:.0e} are run: choose a larger time step or a smaller --until")
+    return model.time
 
 
 def _recorder(args):

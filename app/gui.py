@@ -48,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
                        existing="an existing file is kept: a free name is chosen")
 
 
+# A window side beyond any screen (8K is 7680 pixels wide) and within what OpenGL drivers draw into: larger sizes
+# ran out of memory in the window's first paint, over and over, instead of being refused.
+MAX_WINDOW_SIDE = 8192
+
+
 def _window_size(text: str | None):
     if not text:
         return None
@@ -55,9 +60,10 @@ def _window_size(text: str | None):
         width, height = (int(v) for v in text.lower().split("x"))
     except ValueError:
         width = height = 0
-    if width < 200 or height < 200:
+    if not (200 <= width <= MAX_WINDOW_SIDE and 200 <= height <= MAX_WINDOW_SIDE):
         from latticelab.sim.params import ParameterError
-        raise ParameterError("window-size", f"must be WIDTHxHEIGHT with both >= 200, e.g. 1400x860; got {text!r}")
+        raise ParameterError("window-size", f"must be WIDTHxHEIGHT with both in 200 .. {MAX_WINDOW_SIDE}, e.g. "
+                                            f"1400x860; got {text!r}")
     return width, height
 
 

@@ -34,6 +34,9 @@ COEFFICIENT_MAX = 1e6
 # and drives the field into values where every explicit step is unstable (at the defaults the finite-difference
 # field diverges from thermal ~ 1 on); larger values are refused rather than run into overflow.
 THERMAL_MAX = 10.0
+# The smallest time step: 1e-12 of the unit time (the defaults step 0.02); a subnormal dt (1e-320) never got
+# anywhere, and a time of order 1 adds nothing to it.
+DT_MIN = 1e-12
 # A field beyond this many times its phase amplitude max(1, sqrt(b/u)) has left the double well for good: the
 # steps are unstable (an initial field is allowed up to INITIAL_AMPLITUDE times it).
 DIVERGED_AMPLITUDE = 100.0
@@ -88,11 +91,11 @@ class CahnHilliardParams(ModelParams):
     K: float = param(1.0, label="Gradient K", help="gradient energy coefficient (> 0): interface width "
                      "~ sqrt(2K/b)", gt=0, le=COEFFICIENT_MAX)
     dt: float = param(0.02, label="Time step dt", help="time step; the finite-difference integrator refuses a dt "
-                      "above its stability limit; with adaptive steps the first and smallest step", gt=0,
+                      "above its stability limit; with adaptive steps the first and smallest step", ge=DT_MIN,
                       le=COEFFICIENT_MAX)
     time_step: str = param("fixed", label="Time steps", help="fixed, or adaptive (spectral integrators only: the "
                            "step grows as coarsening slows, between dt and dt_max)", choices=TIME_STEPS)
-    dt_max: float = param(10.0, label="Largest dt", help="largest adaptive time step (>= dt)", gt=0,
+    dt_max: float = param(10.0, label="Largest dt", help="largest adaptive time step (>= dt)", ge=DT_MIN,
                           le=COEFFICIENT_MAX)
     max_change: float = param(0.01, label="Change per step", help="adaptive steps: the target largest change of "
                               "phi in one step, relative to the field's amplitude (max - min) / 2", gt=0, le=1)
