@@ -273,7 +273,7 @@ def run_model(args) -> int:
     from latticelab.sim.io import AtomicFile, open_atomic
     from latticelab.sim.model import check_finite
     from latticelab.sim.models import get_model
-    from latticelab.sim.params import ParameterError
+    from latticelab.sim.params import ParameterError, derived_values
 
     cls = get_model(args.model)
     steps, until = _run_length(args)
@@ -301,6 +301,11 @@ def run_model(args) -> int:
             summary = " ".join(f"{k}={v}" for k, v in model.params.model_dump().items())
             print(f"latticelab: {cls.title} {summary} on {model.backend_name} [{model.device_name}]",
                   file=sys.stderr)
+            derived = derived_values(model.params, given_parameters(args, cls.Params))
+            if derived:
+                print("latticelab: not given, so derived from the other parameters: "
+                      + ", ".join(f"{option_name(k)} {v!r} (default {cls.Params.model_fields[k].default!r})"
+                                  for k, v in derived.items()), file=sys.stderr)
             if args.equilibrate:
                 bar = _progress(args.equilibrate, "equilibrating", "steps", sys.stderr, leave=False)
             for done in range(1, args.equilibrate + 1):
