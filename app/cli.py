@@ -56,14 +56,15 @@ def _typed(kind: type):
     return str
 
 
-def add_parameter_options(parser: argparse.ArgumentParser, schemas, title: str) -> None:
-    """One option per schema field (the union over ``schemas``, first declaration wins), default None:
-    values not given come from the model's suggested defaults (or, in the GUI, the last session)."""
+def add_parameter_options(parser: argparse.ArgumentParser, schemas, title: str, only=None) -> None:
+    """One option per schema field (the union over ``schemas``, first declaration wins; ``only``: these
+    fields), default None: values not given come from the model's suggested defaults (or, in the GUI, the
+    last session)."""
     group = parser.add_argument_group(title)
     seen = set()
     for schema in schemas:
         for name, info in schema.fields().items():
-            if name in seen or not info.get("cli", True):
+            if name in seen or not info.get("cli", True) or (only is not None and name not in only):
                 continue
             seen.add(name)
             unit = f" [{info['unit']}]" if info.get("unit") else ""
@@ -270,6 +271,7 @@ def run_model(args) -> int:
     the run starts. On a terminal a progress bar shows the time left."""
     import signal
 
+    from latticelab.sim import export
     from latticelab.sim.io import AtomicFile, open_atomic
     from latticelab.sim.model import check_finite
     from latticelab.sim.models import get_model
@@ -280,7 +282,16 @@ def run_model(args) -> int:
     if args.record:
         check_record_options(args)
     outputs = _check_outputs(args, cls)
-    model = cls.create(backend=args.backend, **given_parameters(args, cls.Params))
+    given = given_parameters(args, cls.Params)
+    try:
+        model = cls.create(backend=args.backend, **given)
+    except ParameterError as exc:
+        if exc.parameter in given or exc.parameter not in cls.Params.model_fields or not given:
+            raise
+        chosen = " ".join(f"{option_name(k)} {v!r}" for k, v in given.items())
+        what = str(exc).removeprefix(exc.parameter + ": ")
+        raise ParameterError(exc.parameter, f"{what} ({option_name(exc.parameter)} was not given: its default "
+                                            f"does not go with {chosen})") from None
     hooks = cls.run_hooks({o.name: getattr(args, o.name) for o in cls.run_options})
     try:
         hooks.start(model)
@@ -288,7 +299,7 @@ def run_model(args) -> int:
         raise UsageError(f"{option_name(exc.parameter)}: {str(exc).removeprefix(exc.parameter + ': ')}") from None
     recorder = _recorder(args)
     names = [o.name for o in cls.declared_observables]
-    time_column = cls.time_label.replace(" ", "_")
+    time_column = export.time_column(cls)
     table = AtomicFile(args.csv, overwrite=args.overwrite, binary=False) if args.csv else None
     writer, rows = None, 0
     phase, done, bar = "equilibration", 0, None
@@ -449,21 +460,47 @@ def run_gui(args, *, explicit: bool) -> int:
     return run_model(build_parser().parse_args(["run", first, "--steps", "200"]))
 
 
+def _with_numpy_warnings_held(handler, args) -> int:
+    """``handler(args)`` with the RuntimeWarnings (NumPy's overflow, invalid value ...) held back: a command that
+    fails ends with its one line only (the warnings were on the way to it); one that succeeds says each warning
+    once, in one line, after its work."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default", RuntimeWarning)      # once per place: the record stays small
+        code = handler(args)
+    for warning in caught:
+        if issubclass(warning.category, RuntimeWarning):
+            print(f"latticelab: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    return code
+
+
+def _refuse_empty_values(args) -> None:
+    """An option given an empty value (``--csv ""``, ``--initial ""``) is a mistake, not a wish to leave it out:
+    UsageError naming it (argparse keeps "" as it is, and a test of truth would then skip the option silently)."""
+    for name, value in vars(args).items():
+        if isinstance(value, str) and not value.strip():
+            raise UsageError(f"{option_name(name)}: an empty value; give one, or leave the option out")
+
+
 def main(argv: list[str] | None = None, extra_commands=()) -> int:
     """Run the command line; ``extra_commands`` are functions (subparsers, parser_class) that add commands
     whose parsers set a ``handler(args)`` default."""
     from latticelab.sim.backend import BackendError
     from latticelab.sim.params import ParameterError
-    from latticelab.sim.io import OutputError
+    from latticelab.sim.io import OutputError, OutputExists
     argv = list(sys.argv[1:] if argv is None else argv)
     # -v / --verbose is accepted anywhere before a "--" (latticelab -v, latticelab run ising -v, ...)
     end = argv.index("--") if "--" in argv else len(argv)
     verbose = any(a in ("-v", "--verbose") for a in argv[:end])
     argv = [a for a in argv[:end] if a not in ("-v", "--verbose")] + argv[end:]
+    args = None
     try:
         parser = build_parser(extra_commands)
         args = parser.parse_args(argv)
         args.verbose = verbose
+        _refuse_empty_values(args)
         logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         if args.command in (None, "gui"):
@@ -472,9 +509,12 @@ def main(argv: list[str] | None = None, extra_commands=()) -> int:
                 args = parser.parse_args(["gui", *argv])
                 args.verbose = verbose
             return run_gui(args, explicit=explicit)
-        return args.handler(args)
+        return _with_numpy_warnings_held(args.handler, args)
     except (UsageError, ParameterError, BackendError, OutputError) as exc:
-        print(f"latticelab: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if isinstance(exc, OutputExists) and getattr(args, "overwrite", None) is False:
+            message = message.replace("allow overwriting", "give --overwrite to replace it")   # name the option
+        print(f"latticelab: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("latticelab: interrupted", file=sys.stderr)

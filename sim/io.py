@@ -3,7 +3,8 @@
 Every writer in latticelab (states, screenshots, spectra, CSV runs, benchmark results) goes through
 ``open_atomic`` / ``write_atomic``: the content is written to a temporary file beside the target, flushed and
 fsynced, and only then moved to the target name, so an interrupted write leaves either the old file or the
-complete new one, never a damaged file under the user's name. Without ``overwrite`` the move refuses an
+complete new one, never a damaged file under the user's name. A temporary file left by a writer killed
+mid-write (kill -9) is removed by the next write of the same name in that folder (``remove_stale_parts``). Without ``overwrite`` the move refuses an
 existing target even against a writer racing us (a hard link cannot replace a file). New files follow the
 umask like any other file the user creates.
 
@@ -16,9 +17,16 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import tempfile
+import time
 from pathlib import Path
+
+try:
+    import fcntl           # POSIX: the lock that tells a live writer's temporary from a dead one's
+except ImportError:        # elsewhere no temporary is removed
+    fcntl = None
 
 _REASONS = {
     errno.ENOENT: "the folder does not exist",
@@ -117,6 +125,53 @@ def free_path(path) -> Path:
     raise OutputError(path, "no free name next to it")
 
 
+# When this process began writing files: a temporary file of ours older than this, that no live writer holds
+# (below), was left by a process killed mid-write (kill -9, a power cut).
+_STARTED = time.time()
+_RANDOM = re.compile(r"[a-z0-9_]{8}")       # tempfile's random part of a name
+
+
+def hold(fd: int) -> None:
+    """Mark the temporary file ``fd`` as in use by this process (an advisory lock, released when the process
+    ends however it ends): ``remove_stale_parts`` leaves it alone."""
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def remove_stale_parts(folder: Path, name: str, suffix: str = ".part") -> list[Path]:
+    """Remove the temporaries that writers of ``name`` left in ``folder`` when killed mid-write: our own naming
+    pattern only (``.NAME.XXXXXXXX<suffix>``, a regular file), older than this process, and held by no live
+    writer (a writer holds its file's lock until it ends). Returns the paths removed; never raises."""
+    removed = []
+    prefix = f".{name}."
+    if fcntl is None:
+        return removed
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        middle = entry.name[len(prefix):-len(suffix)] if entry.name.endswith(suffix) else ""
+        if not (entry.name.startswith(prefix) and _RANDOM.fullmatch(middle)):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_mtime >= _STARTED:
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)       # fails while its writer lives
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
 class AtomicFile:
     """A file written under a temporary name beside ``path`` and moved to ``path`` by ``commit`` (flushed and
     fsynced first), or removed by ``discard``: for a writer that decides at its end whether what it wrote is kept
@@ -130,11 +185,13 @@ class AtomicFile:
         self.path = check_output(path, overwrite)
         self.overwrite = overwrite
         folder = self.path.parent if str(self.path.parent) else Path(".")
+        remove_stale_parts(folder, self.path.name)
         try:
             fd, self._tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=folder)
         except OSError as exc:
             reason = f"cannot create files in {folder}" if exc.errno == errno.ENOENT else _reason(exc)
             raise OutputError(self.path, reason, exc.errno) from None
+        hold(fd)
         try:
             os.fchmod(fd, 0o666 & ~current_umask())
             self.file = os.fdopen(fd, "wb" if binary else "w",

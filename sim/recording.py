@@ -157,6 +157,7 @@ class FrameRecorder:
                 self.notes.append(f"{exc}; recording PNG frames into {fallback} instead of {path.name}")
                 path = fallback
         self.path = check_target(path, overwrite and self.movie)      # OutputError: one line, now
+        self._held: int | None = None
         self._temporary = self._make_temporary()
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self.accepted = 0               # frames queued by add()
@@ -205,10 +206,12 @@ class FrameRecorder:
         folder = self.path.parent if str(self.path.parent) else Path(".")
         try:
             if self.movie:
+                io.remove_stale_parts(folder, self.path.name, ".part" + self.path.suffix)
                 fd, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part" + self.path.suffix,
                                             dir=folder)
+                io.hold(fd)
                 os.fchmod(fd, 0o666 & ~io.current_umask())
-                os.close(fd)
+                self._held = fd                # kept open (and locked) until the movie is moved or discarded
                 return Path(name)
             made = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".part", dir=folder))
             os.chmod(made, 0o777 & ~io.current_umask())
@@ -290,7 +293,15 @@ class FrameRecorder:
         self._thread.join()
         self._discard()
 
+    def _release(self) -> None:
+        """Close the descriptor that marks the movie's temporary file as ours (io.hold)."""
+        if self._held is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._held)
+            self._held = None
+
     def _discard(self) -> None:
+        self._release()
         with contextlib.suppress(OSError):
             if self._temporary.is_dir():
                 shutil.rmtree(self._temporary)
@@ -311,6 +322,7 @@ class FrameRecorder:
                 if os.path.lexists(self.path):
                     raise FileExistsError(errno.EEXIST, "exists", str(self.path))
                 os.rename(self._temporary, self.path)
+            self._release()         # moved: nothing of ours is left to mark (a failure keeps it for _discard)
         except FileExistsError:
             raise io.OutputExists(self.path, "it was created by someone else during the recording; the recording "
                                              "was not kept", errno.EEXIST) from None

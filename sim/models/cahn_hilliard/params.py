@@ -131,7 +131,11 @@ class CahnHilliardParams(ModelParams):
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                    for v in merged.values()) and merged["dx"] > 0 and merged["u"] > 0:
                 limit = fd_stable_dt(dim, **merged)
-                out["dt"] = _round_down(SAFETY * limit) if math.isfinite(limit) else 0.1
+                dt = _round_down(SAFETY * limit) if math.isfinite(limit) else 0.1
+                largest = given.get("dt_max", cls.model_fields["dt_max"].default)
+                if isinstance(largest, (int, float)) and not isinstance(largest, bool) and largest > 0:
+                    dt = min(dt, largest)     # a suggestion never breaks another rule (dt <= dt_max)
+                out["dt"] = dt
         except (TypeError, ValueError, ZeroDivisionError, OverflowError):
             pass
         return out
