@@ -17,12 +17,13 @@ How a frame flows (sim/runner.py drives it)::
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from latticelab.sim.params import ModelParams
+from latticelab.sim.params import ModelParams, ParameterError
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class Model(abc.ABC):
         small_example parameters of a small instance that steps in milliseconds on the CPU (tests, demos)
         format_1_layout  for the one model latticelab 0.1 saved (format 1, before the model name was stored):
                       where its parameters and arrays stood; sim/state.py upgrades such files (None for others)
+        diverges_with the parameters to name when a run's observables stop being finite numbers (a diverged
+                      run, ``check_finite``), the likeliest first; empty: the message names none
         run_options   extra options of ``latticelab run <model>`` (``RunOption``s: input files, outputs); the
                       classmethod ``run_hooks(values)`` turns their values into the run's ``RunHooks``
     """
@@ -90,6 +93,7 @@ class Model(abc.ABC):
     format_1_layout: ClassVar[dict | None] = None
     run_options: ClassVar[tuple[RunOption, ...]] = ()
     field_units: ClassVar[dict[str, str]] = {}     # units of ``fields()`` for data files (absent: "1")
+    diverges_with: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def run_hooks(cls, values: dict) -> RunHooks:
@@ -439,3 +443,17 @@ class RunHooks:
     def notes(self) -> list[str]:
         """Lines to tell the user when the run is done (an output that came out empty, and why)."""
         return []
+
+
+def check_finite(model: Model, values: dict[str, float]) -> None:
+    """ParameterError when an observable of ``model`` is not a finite number: the run has diverged. It names the
+    model's ``diverges_with`` parameter (else "parameters"), so that a headless run ends with one line that says
+    what to change instead of writing NaN or 1e308 and exiting 0."""
+    bad = [name for name, value in values.items() if not math.isfinite(float(value))]
+    if not bad:
+        return
+    suspects = type(model).diverges_with
+    change = f"try a smaller {' or '.join(suspects)}" if suspects else "change the parameters"
+    raise ParameterError(suspects[0] if suspects else "parameters",
+                         f"the run diverged by step {model.step_count} ({type(model).time_label} {model.time:g}): "
+                         f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not a finite number; {change}")

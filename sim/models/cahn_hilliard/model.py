@@ -51,13 +51,14 @@ from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cahn_hilliard.change_kernel import (CHANGE_FILE, CHANGE_KERNELS, CHANGE_MAX_BLOCKS,
                                                               change_launch)
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
-from latticelab.sim.models.cahn_hilliard.params import SPECTRAL, CahnHilliardParams, phase_amplitude
+from latticelab.sim.models.cahn_hilliard.params import (COEFFICIENT_MAX, DIVERGED_AMPLITUDE, INITIAL_AMPLITUDE,
+                                                       SPECTRAL, CahnHilliardParams, phase_amplitude)
 from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi
 from latticelab.sim.models.cahn_hilliard.study import STUDY
 from latticelab.sim.models.cahn_hilliard.spectral import DeviceControl, History, SpectralStepper, stabiliser
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
-from latticelab.sim.rng import StreamRNG
+from latticelab.sim.rng import StreamRNG, counter_problem
 
 # Peak bytes per cell, measured with tracemalloc on NumPy (2D L = 256, 3D L = 40; tests/test_memory_estimate.py):
 # what the model keeps for each integrator (the field, RK2 stages or the transform and k^2 grid; a = item size),
@@ -185,6 +186,7 @@ class CahnHilliardModel(Model):
     time_label = "simulated time"
     state_format = 1
     small_example = {"dim": 2, "L": 16, "dt": 0.01, "noise": 0.1, "thermal": 0.05}
+    diverges_with = ("dt", "thermal")
     # extra inputs and outputs of `latticelab run cahn-hilliard` (sim/model.py RunOption; CahnHilliardRun below)
     run_options = (
         RunOption("initial", "start from this phi field (a .npy file of the grid's shape, finite numbers), "
@@ -332,10 +334,29 @@ class CahnHilliardModel(Model):
             else:
                 self._advance(self._dt_current, adapt=True)
                 done += 1
-        # one reduction per call, not per step; none when the last (adaptive) step's statistics were all finite
-        if n and not self._known_finite and not bool(self.xp.isfinite(self.phi).all()):
-            raise ParameterError("dt", f"the field diverged (non-finite values) by t = {self._time:.6g}: the steps are "
-                                       "unstable for this field and noise; lower dt or thermal, then reset")
+        if n:
+            self._check_diverged()
+
+    def _diverged_limit(self) -> float:
+        """The |phi| beyond which the field has diverged (params.DIVERGED_AMPLITUDE)."""
+        return DIVERGED_AMPLITUDE * phase_amplitude(self._params.b, self._params.u)
+
+    def _check_diverged(self) -> None:
+        """ParameterError naming the likely cause (thermal where there is noise, else dt) when the field is
+        non-finite or far beyond its phase amplitude: one reduction per call, not per step, and none when the
+        last (adaptive) step's statistics showed the field finite and in bounds."""
+        if self._known_finite:
+            return
+        largest = float(self.xp.abs(self.phi).max())
+        if largest <= self._diverged_limit():      # NaN fails this too
+            return
+        p = self._params
+        cause = "thermal" if p.thermal > 0 else "dt"
+        what = "non-finite values" if not math.isfinite(largest) else f"|phi| up to {largest:.3g}"
+        raise ParameterError(cause, f"the field diverged ({what}) by t = {self._time:.6g}: the steps are unstable "
+                                    f"for this field{' and noise' if p.thermal > 0 else ''} (thermal = "
+                                    f"{p.thermal:g}, dt = {self._dt_current:g}); lower "
+                                    f"{'thermal or dt' if p.thermal > 0 else 'dt'}, then reset")
 
     def advance_to(self, t: float) -> None:
         """Step until the simulated time is exactly ``t`` (the last step shortened to land on it)."""
@@ -353,6 +374,7 @@ class CahnHilliardModel(Model):
                 self._device_steps(steps)
             else:
                 self._advance(self._dt_current, adapt=True)
+        self._check_diverged()
 
     def _controlled_on_device(self) -> bool:
         """Adaptive steps decided on the device (module docstring): the direct GPU spectral path, no noise."""
@@ -399,9 +421,16 @@ class CahnHilliardModel(Model):
             self._history = History(history.phi_hat, history.n_hat, self._last_dt)
         change, top, bottom = decode_keys(words, self.dtype)
         self._dt_current = adapted_dt(self._last_dt, change, top, bottom, p)
-        self._known_finite = math.isfinite(change) and math.isfinite(top) and math.isfinite(bottom)
+        self._known_finite = self._in_bounds(change, top, bottom)
         self._obs_cache = None
         return steps
+
+    def _in_bounds(self, change: float, top: float, bottom: float) -> bool:
+        """Whether a step's statistics (largest change, old max and min) show the new field finite and within
+        the divergence limit."""
+        limit = self._diverged_limit()
+        return (math.isfinite(change) and math.isfinite(top) and math.isfinite(bottom)
+                and max(abs(top), abs(bottom)) + abs(change) <= limit)
 
     def _advance(self, dt: float, adapt: bool) -> None:
         p = self._params
@@ -423,7 +452,7 @@ class CahnHilliardModel(Model):
             change, top, bottom = self._change_stats(self.phi, old)
             self._dt_current = adapted_dt(self._dt_current, change, top, bottom, p)
             # finite old (top, bottom) and finite |new - old| mean a finite new field
-            self._known_finite = math.isfinite(change) and math.isfinite(top) and math.isfinite(bottom)
+            self._known_finite = self._in_bounds(change, top, bottom)
         self._time += dt
         self._last_dt = dt
         self._step_count += 1
@@ -552,11 +581,19 @@ def _validate_state(model: CahnHilliardModel, state) -> dict:
             if value.shape != () or value.dtype.kind not in "iu" or int(value) < 0:
                 raise _bad(f"{key} must be a non-negative integer")
             out[key] = int(value)
+            if problem := counter_problem(key, out[key]):
+                raise _bad(problem)
         for key in ("time", "dt_current", "last_dt"):
             value = np.asarray(state[key])
             if value.shape != () or value.dtype.kind != "f" or not math.isfinite(float(value)) or float(value) < 0:
                 raise _bad(f"{key} must be a finite non-negative number")
             out[key] = float(value)
+        # no step is longer than the largest dt the schema allows: a clock beyond that is damaged
+        if out["time"] > (out["step_count"] + 1) * COEFFICIENT_MAX:
+            raise _bad(f"time = {out['time']:g} after {out['step_count']} steps of at most dt = {COEFFICIENT_MAX:g}")
+        for key in ("dt_current", "last_dt"):
+            if out[key] > COEFFICIENT_MAX:
+                raise _bad(f"{key} = {out[key]:g} is above the largest dt ({COEFFICIENT_MAX:g})")
         phi, hat = np.asarray(state["phi"]), np.asarray(state["phi_hat"])
         history = _saved_history(state)
     except KeyError as exc:
@@ -567,6 +604,10 @@ def _validate_state(model: CahnHilliardModel, state) -> dict:
         raise _bad(f"{type(exc).__name__}: {exc}") from None
     if phi.shape != model.shape or phi.dtype != model.dtype or not np.all(np.isfinite(phi)):
         raise _bad(f"phi must be finite {model.dtype} of shape {model.shape}")
+    largest = model._diverged_limit()
+    if phi.size and float(np.abs(phi).max()) > largest:
+        raise _bad(f"phi has values up to |phi| = {float(np.abs(phi).max()):.3g}, beyond +-{largest:g} (a diverged "
+                   "field)")
     out["history"] = None
     if model.params.integrator in SPECTRAL:
         expected = model._spectral_stepper().forward(model.xp.asarray(phi))
@@ -596,9 +637,9 @@ def _saved_history(state) -> tuple | None:
 
 
 # ---- headless runs: `latticelab run cahn-hilliard --initial FILE.npy --pfhub-out FILE --until T` ---------------
-def load_initial_field(path, shape: tuple[int, ...]) -> np.ndarray:
+def load_initial_field(path, shape: tuple[int, ...], largest: float = math.inf) -> np.ndarray:
     """The phi field in the .npy file ``path``, checked: a real (integer or floating) array of ``shape`` with
-    finite values. ParameterError("initial", ...) says what is wrong."""
+    finite values, none beyond +-``largest``. ParameterError("initial", ...) says what is wrong."""
     try:
         with open(path, "rb") as f:
             magic = f.read(6)
@@ -624,7 +665,13 @@ def load_initial_field(path, shape: tuple[int, ...]) -> np.ndarray:
     if bad:
         plural = "s" if bad > 1 else ""
         raise ParameterError("initial", f"{path} has {bad} non-finite value{plural} (NaN or inf)")
-    return data.astype(np.float64)
+    field = data.astype(np.float64)
+    top = float(np.abs(field).max()) if field.size else 0.0
+    if top > largest:
+        raise ParameterError("initial", f"{path} has values up to |phi| = {top:.3g}; a field of these b and u lies "
+                                        f"within +-{largest:g} ({INITIAL_AMPLITUDE:g} x its phase amplitude "
+                                        "max(1, sqrt(b/u)))")
+    return field
 
 
 class CahnHilliardRun(RunHooks):
@@ -641,7 +688,9 @@ class CahnHilliardRun(RunHooks):
             raise ParameterError("pfhub_out", "the PFHub series needs the benchmark's parameters: add --preset "
                                               "pfhub-1a (periodic) or pfhub-1b (no-flux)")
         if self.initial:
-            model.set_field(load_initial_field(self.initial, model.shape))
+            p = model.params
+            largest = INITIAL_AMPLITUDE * phase_amplitude(p.b, p.u)
+            model.set_field(load_initial_field(self.initial, model.shape, largest))
         if self.pfhub_out:
             self.rows.append(self._row(model))
 
