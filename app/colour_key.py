@@ -49,6 +49,13 @@ def install(window) -> LegendOverlay:
     return overlay
 
 
+def note(window, text: str) -> None:
+    """A line under the key saying what the picture leaves out ("" for none)."""
+    overlay = getattr(window, "legend_overlay", None)
+    if overlay is not None:
+        overlay.set_note(text)
+
+
 def shown(window) -> bool:
     """Whether the key is switched on (View > Show colour key); True for a window without one."""
     action = getattr(window, "legend_action", None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 from latticelab.app.form import ParameterForm
+from latticelab.app.wheel_guard import scroll_unless_focused
 from latticelab.app.settings import SCHEMA as SETTINGS_SCHEMA
 from latticelab.app.settings import AUTO_STEPS, MAX_STEPS_PER_FRAME, default_steps_per_frame
 from latticelab.sim.model import Model
@@ -76,6 +77,7 @@ class ControlsPanel(QtWidgets.QWidget):
         for box in (self.highlight, self.show_links, self.unfold):
             box.toggled.connect(lambda _: self.viewChanged.emit())
         self.peel.valueChanged.connect(self._peel_moved)
+        scroll_unless_focused(self)     # the wheel scrolls the panel unless a box has the focus
 
     # ---- the model's part --------------------------------------------------------------------------
     def set_model(self, model_class: type[Model]) -> None:
@@ -91,6 +93,7 @@ class ControlsPanel(QtWidgets.QWidget):
             return
         form = self._forms.get(schema) or self._new_form(schema)
         form.finish()
+        scroll_unless_focused(form)
         if self.form is not None:
             self.form.hide()
         self.form = form
@@ -138,12 +141,12 @@ class ControlsPanel(QtWidgets.QWidget):
         if self.form is not None:
             self.form.show_error(name, message, value)
 
-    def restore_view_defaults(self, backend_name: str) -> None:
+    def restore_view_defaults(self, backend_name: str, model_class=None) -> None:
         """The run and view options back to their defaults (app/settings.py; Steps / frame that of the backend);
         the signals tell the window."""
         defaults = {key.split("/", 1)[1]: default for key, (_check, default) in SETTINGS_SCHEMA.items()
                     if key.startswith(("view/", "run/"))}
-        self.steps_per_frame.setValue(default_steps_per_frame(backend_name))
+        self.steps_per_frame.setValue(default_steps_per_frame(backend_name, model_class))
         self.adaptive.setChecked(defaults["adaptive"])
         self.highlight.setChecked(defaults["highlight"])
         self.show_links.setChecked(defaults["show_links"])

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import weakref
 from typing import Callable
 
 import numpy as np
@@ -158,6 +159,7 @@ class GraphPanel(AnalysisDock):
         self.result = None
         self.curve: G.SmallWorldCurve | None = None
         self._identity = None
+        self._shown_model = None       # weak reference to the model the dock's content is for
         self._measure_worker: Worker | None = None
         self._curve_worker: Worker | None = None
         self._start(refresh_ms=500, when_shown=self.refresh)
@@ -193,7 +195,10 @@ class GraphPanel(AnalysisDock):
         """Start measuring the model's graph in the worker when it changed (or when forced) and the dock is
         shown; returns whether a measurement started."""
         model = self._model()
-        if model is None or not (force or self.on_screen()):
+        if model is None:
+            return False
+        self._forget_other_models(model)
+        if not (force or self.on_screen()):
             return False
         has_graph = isinstance(model, HasGraph)
         self.measure_button.setEnabled(has_graph)
@@ -216,7 +221,7 @@ class GraphPanel(AnalysisDock):
         self.info.setText(COMPUTING_TEXT)
         self.measures_started += 1
         worker = Worker(lambda emit, cancelled: measure_model(snapshot, state, samples, cancelled), self)
-        worker.done.connect(self._measured)
+        worker.done.connect(lambda result, of=weakref.ref(model): self._measured(result, of))
         worker.failed.connect(self._failed)
         worker.finished.connect(lambda: setattr(self, "_measure_worker", None))
         self._measure_worker = worker
@@ -236,9 +241,34 @@ class GraphPanel(AnalysisDock):
                 log.debug("no state for the graph process: %s", exc)
         return copy.copy(model), state
 
-    def _measured(self, result: dict | None) -> None:
+    def _forget_other_models(self, model) -> None:
+        """The model was replaced (a switch, a rebuild, a loaded state): what the dock shows of the one before goes
+        at once, and "computing" stands until the new one's measures come; a measurement of the old one still
+        running is stopped (its result would be dropped anyway). The Graph tab showed the Ising model's degree
+        histogram for 15-40 s after a switch to the cortex (issue 41)."""
+        if self._shown_model is not None and self._shown_model() is model:
+            return
+        self._shown_model = weakref.ref(model)
+        self.result = None
+        self._identity = None
+        self.info.setText(COMPUTING_TEXT if isinstance(model, HasGraph) else "")
+        self.degree_plot.set_data([])
+        if self._curve_worker is None:
+            self.curve = None
+            self.curve_plot.set_data([], [], [], None)
+            self.curve_info.setText("")
+        redraw(self.canvas, self.degree_plot, self.curve_plot)
+        worker = self._measure_worker
+        if worker is not None:
+            worker.cancel()
+            if self._curve_worker is None and _worker.started is not None:
+                _worker.started.kill()     # the old model's measurement in the process ends now
+
+    def _measured(self, result: dict | None, of=None) -> None:
         if result is None:            # cancelled
             return
+        if of is not None and (self._shown_model is None or of() is not self._shown_model()):
+            return                    # measured for a model the window no longer runs
         self.result = result
         self.info.setText(describe(result))
         self.degree_plot.set_data(result["histogram"])
@@ -319,4 +349,7 @@ def install(window, area=RIGHT) -> GraphPanel:
     """Add the dock to a main window with a ``model`` attribute; a tab beside the live plots when present."""
     # the window closing stops the workers first
     panel = GraphPanel(lambda: window.model, parent=window, access=ModelAccess(window))
+    changed = getattr(window, "modelChanged", None)
+    if changed is not None:     # what the dock shows of a replaced model goes at once, not at its next refresh
+        changed.connect(lambda: panel._forget_other_models(window.model))
     return install_dock(window, panel, "graph_panel", area, stop_with_window=True)

@@ -24,7 +24,7 @@ from latticelab.app import coarsening_panel, signal_panel
 from latticelab.app import study_panel
 from latticelab.app import recording
 from latticelab.app import help_menu, log_panel, undo, view_menu
-from latticelab.app import cell_readout, colour_key
+from latticelab.app import cell_readout, colour_key, input_keys, tab_labels
 from latticelab.app.analysis_dock import AnalysisDock, continue_while_stale, on_screen, paint_only_when_shown
 from latticelab.app.canvas_paints import draw_only_when_changed
 from latticelab.app.controls import ControlsPanel
@@ -44,6 +44,7 @@ from latticelab.render.unfold import UnfoldLayout
 from latticelab.sim import io, state
 from latticelab.sim.backend import BackendError, initialise_gpu_libraries
 from latticelab.sim.models import all_models, get_model, model_names
+from latticelab.sim.model import Model
 from latticelab.sim.params import ModelParams, ParameterError
 from latticelab.app.pacing import DevicePacer, PlotPacer
 from latticelab.sim.runner import FirstLook, Runner
@@ -56,6 +57,10 @@ STAGING_EVERY_TICKS = 2      # a staging slice runs at least every this many fra
 STAGE_AHEAD_AFTER_S = 2.0    # the other models' forms and plots are made ahead from this long after start-up
 PLOT_DRAW_BUDGET_S = 0.006   # a paint draws this much of a plots refresh (at least one part)
 STATUS_INTERVAL_S = 0.5
+# a frame of more steps is drawn without the highlight of changed cells: the union of a GPU frame's ~500 sweeps
+# covered nearly every cell, and the view showed only the two "flipped" colours (issue 41); the key says so
+HIGHLIGHT_MAX_STEPS = 4
+LONG_BATCH_S = 1.0           # running, a batch of background steps this long is named in the status bar
 # the live plots' history keeps at most this many samples of a frame's steps (sim/runner.py thin): with Steps / frame
 # auto a CUDA frame takes some 500 sweeps of a 4096^2 lattice, and its 1000 samples covered the last two frames
 PLOT_SAMPLES_PER_FRAME = 4
@@ -70,7 +75,18 @@ EXPORT_KINDS = {
 }
 
 
+def segment_start(times, history) -> float | None:
+    """The time from which the live plots' running means are taken: the first sample under the current
+    parameters (sim/runner.py ObservableHistory segments); None when every sample in the history is."""
+    start = history.segments()[-1][0]
+    if start == 0:
+        return None
+    return float(times[start]) if start < len(times) else math.inf
+
+
 class MainWindow(QtWidgets.QMainWindow):
+    modelChanged = QtCore.Signal()    # another model is shown (a switch, a rebuild, a reset, a loaded state)
+
     def __init__(self, model: str, parameters: ModelParams | dict | None = None,
                  preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto"):
         protect_singletons()
@@ -146,6 +162,8 @@ class MainWindow(QtWidgets.QMainWindow):
         help_menu.install(self)        # Help menu (issue 16): usage (F1), keyboard shortcuts, about
         colour_key.install(self)       # colour key over the lattice, View > Show colour key (issue 16); after view_menu
         cell_readout.install(self)     # status bar: the cell or plot sample under the mouse (issue 16)
+        input_keys.install(self)       # one-key shortcuts leave their keys to a focused slider, box, button (issue 41)
+        tab_labels.install(self)       # dock tabs show their whole names; the tab bar scrolls instead (issue 41)
         self._docks_ahead = self.findChildren(AnalysisDock)   # their first shows prepared ahead (_stage_ahead)
 
         self.timer = QtCore.QTimer(self, interval=FRAME_INTERVAL_MS, timerType=QtCore.Qt.TimerType.PreciseTimer)
@@ -307,7 +325,9 @@ class MainWindow(QtWidgets.QMainWindow):
             with QtCore.QSignalBlocker(widget):
                 widget.setChecked(p.get(key))
         steps = p.get("run/steps_per_frame")
-        c.set_steps_per_frame(default_steps_per_frame(self.model.backend_name) if steps is None else steps)
+        # not picked: the default of the backend and the model, followed at each model change (_follow_pace)
+        self._steps_picked = steps is not None
+        c.set_steps_per_frame(self._default_pace() if steps is None else steps)
         colour_key.restore(self, p.get("view/legend"))
         self.steps_per_frame = c.steps_per_frame.value()
         self.adaptive = c.adaptive.isChecked()
@@ -330,8 +350,8 @@ class MainWindow(QtWidgets.QMainWindow):
         p = self.prefs
         p.set("model", self.model.name)
         p.set_model_values(self.model.name, self.runner.params)
-        if self.steps_per_frame == default_steps_per_frame(self.model.backend_name):
-            p.clear("run/steps_per_frame")     # the default follows the backend until the user picks another
+        if not self._steps_picked:
+            p.clear("run/steps_per_frame")     # the default follows the backend and model until the user picks one
         else:
             p.set("run/steps_per_frame", self.steps_per_frame)
         p.set("run/adaptive", self.adaptive)
@@ -463,6 +483,11 @@ class MainWindow(QtWidgets.QMainWindow):
         if not ok:
             self.controls.show_field_error(name, self.last_error, value)   # beside the box as well
             return False
+        if what == "none" or self.runner.params == before:
+            # the value it has already: nothing to say or undo (a typed value came twice, from Enter and again
+            # as the box lost the focus, and the Messages dock logged it twice)
+            self._show_parameters()
+            return True
         if record:
             self.undo_history.record(name, before, self.runner.params, self.model.name)
         if what == "rebuild":
@@ -726,17 +751,19 @@ class MainWindow(QtWidgets.QMainWindow):
     def model_help(self) -> str:
         """The running model's description and its parameters (label, unit, allowed values, when a change
         applies), as rich text from the model's docstring and schema."""
+        from latticelab.app.rest_text import inline_html, rest_to_html
         from latticelab.sim.params import allowed_text
         cls, schema = type(self.model), type(self.model.params)
-        doc = " ".join((cls.__doc__ or "").split())
+        doc = rest_to_html(cls.__doc__ or "")     # reST (``code``, *emphasis*) as rich text, not as typed
         rows = []
         applies = {"live": "at once", "reset": "at the next reset", "rebuild": "new model"}
         for name, info in schema.fields().items():
             unit = f" [{info['unit']}]" if info.get("unit") else ""
-            rows.append(f"<tr><td><b>{info['label']}</b> ({name}){unit}</td><td>{info['help']}</td>"
-                        f"<td>{allowed_text(schema, name)}</td><td>{applies[info['applies']]}</td></tr>")
+            rows.append(f"<tr><td><b>{inline_html(info['label'])}</b> ({name}){inline_html(unit)}</td>"
+                        f"<td>{inline_html(info['help'])}</td><td>{inline_html(allowed_text(schema, name))}</td>"
+                        f"<td>{applies[info['applies']]}</td></tr>")
         observables = ", ".join(f"{o.label}{f' [{o.unit}]' if o.unit else ''}" for o in cls.declared_observables)
-        return (f"<h3>{cls.title}</h3><p>{doc}</p><p><b>Plotted:</b> {observables}</p>"
+        return (f"<h3>{cls.title}</h3>{doc}<p><b>Plotted:</b> {inline_html(observables)}</p>"
                 "<table cellpadding='3'><tr><th>parameter</th><th>meaning</th><th>allowed</th><th>applies</th></tr>"
                 + "".join(rows) + "</table>")
 
@@ -782,6 +809,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.controls.set_geometry(model.shape)
         self._show_parameters()
         self._show_model_choice()
+        self._follow_pace()
         done("controls")
         if self._plotted_model is not type(model):
             self._make_plots(type(model))
@@ -795,6 +823,7 @@ class MainWindow(QtWidgets.QMainWindow):
         done("status")
         self.last_swap = parts
         self._swapped_at = time.perf_counter()
+        self.modelChanged.emit()
 
     def _make_plots(self, model_class) -> None:
         """Show ``model_class``'s plots: those made before (or ahead, ``_stage``), else new ones."""
@@ -820,6 +849,19 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _set_steps_per_frame(self, n: int) -> None:
         self.steps_per_frame = n
+        self._steps_picked = n != self._default_pace()    # the default picked again: it follows the model again
+
+    def _default_pace(self) -> int:
+        return default_steps_per_frame(self.model.backend_name, type(self.model))
+
+    def _follow_pace(self) -> None:
+        """Steps / frame not picked by the user: the new model's default (sim/model.py ``cpu_pace``)."""
+        if getattr(self, "_steps_picked", True):
+            return
+        pace = self._default_pace()
+        if pace != self.steps_per_frame:
+            self.controls.set_steps_per_frame(pace)
+            self.steps_per_frame = pace
 
     def _set_adaptive(self, on: bool) -> None:
         self.adaptive = on
@@ -894,7 +936,6 @@ class MainWindow(QtWidgets.QMainWindow):
                     self.field_view.before_step()
                 if wants_background(self.model, self.runner.seconds_per_step, FRAME_BUDGET_S):
                     self.stepper.start(self.model, self.runner.steps_for(limit, budget))
-                    self._show_background_work()
                 else:
                     stepping = time.perf_counter()
                     steps = 0
@@ -1000,7 +1041,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self._stop_on_error(f"the steps failed: {type(exc).__name__}: {exc}")
             done = None
         if done is None and self.stepper.busy:
-            self._show_background_work()
+            self._show_background_work_if_due()
             return
         if done is not None:
             model, batch, seconds = done
@@ -1008,6 +1049,8 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.runner.commit(batch, seconds)
                 self._counters["steps"] += batch.steps
         self._after_steps()
+        if not self.running:
+            self._update_status()     # "paused" again, and the new step count, once the step is in
         self._run_deferred()
         self._run_model_free()
 
@@ -1033,6 +1076,13 @@ class MainWindow(QtWidgets.QMainWindow):
         waiting, self._deferred = self._deferred, []
         for action in waiting:
             action()
+
+    def _show_background_work_if_due(self) -> None:
+        """Say what the worker computes: paused (a step asked for), at once; running, only once its batch has
+        taken LONG_BATCH_S (until then the status shows steps/s: it showed "computing 1 step" all the time while
+        Swendsen-Wang ran, whose every batch goes to the worker)."""
+        if self.stepper.busy and (not self.running or self.stepper.elapsed() >= LONG_BATCH_S):
+            self._show_background_work()
 
     def _show_background_work(self) -> None:
         label = self.status_labels["steps_per_s"]
@@ -1062,7 +1112,18 @@ class MainWindow(QtWidgets.QMainWindow):
     def picture(self):
         o = self.controls.view_options()
         marks = o["show_links"] and self.model.marks_label is not None
-        return self.runner.picture(highlight=o["highlight"], marks=marks)
+        return self.runner.picture(highlight=o["highlight"] and self._highlight_readable(), marks=marks)
+
+    def _highlight_readable(self) -> bool:
+        """Whether the cells changed since the last frame are few enough steps' worth to be worth highlighting."""
+        return self.runner.steps_in_last_frame <= HIGHLIGHT_MAX_STEPS
+
+    def _highlight_note(self) -> str:
+        """The colour key's note when the highlight asked for is left out of the picture."""
+        o = self.controls.view_options()
+        if not o["highlight"] or type(self.model).changed is Model.changed or self._highlight_readable():
+            return ""
+        return f"changed cells: shown up to {HIGHLIGHT_MAX_STEPS} steps a frame"
 
     def _refresh_view(self, force: bool = False) -> None:
         if self.stepper.busy:
@@ -1072,6 +1133,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if not force and key == self._shown:
             return
         self._shown = key
+        colour_key.note(self, self._highlight_note())
         self.field_view.show(self.picture())
         self.lattice_canvas.update()
 
@@ -1096,7 +1158,7 @@ class MainWindow(QtWidgets.QMainWindow):
         start = time.perf_counter()
         self.plot_pacer.refreshed()
         times, values = history.arrays()
-        self.plots.update(times, values)
+        self.plots.update(times, values, since=segment_start(times, history))
         self.plot_canvas.update()
         self.plot_pacer.spent(time.perf_counter() - start)
 
@@ -1118,8 +1180,7 @@ class MainWindow(QtWidgets.QMainWindow):
         else:
             labels["steps_per_s"].setText("paused")
             labels["frames_per_s"].setText("")
-        if self.stepper.busy:
-            self._show_background_work()
+        self._show_background_work_if_due()
         if self.preparer.busy:
             labels["lattice"].setText(f"preparing {self.preparer.what} ({self.preparer.elapsed():.1f} s)...")
         self._counters.update(steps=0, frames=0, t=now)
@@ -1134,6 +1195,10 @@ class MainWindow(QtWidgets.QMainWindow):
         if what == "cells":
             return self._cells_image()
         if what == "window":
+            # the layouts asked for by texts that grew since the last pass of the event loop, done first: after a
+            # frame of many steps (Steps / frame auto, a CUDA window's default) the status bar's label still had
+            # the width of "step 0" and a scripted screenshot read "step 3" for step 300 (issue 41)
+            QtWidgets.QApplication.sendPostedEvents(None, QtCore.QEvent.Type.LayoutRequest)
             self._complete_cached_pictures()
             image = self.grab().toImage().convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
             width, height = image.width(), image.height()

@@ -57,12 +57,15 @@ def _steps(value) -> int:
     return value
 
 
-def default_steps_per_frame(backend_name: str) -> int:
+def default_steps_per_frame(backend_name: str, model_class=None) -> int:
     """The Steps / frame a window starts with where none was chosen: auto on a CUDA device, whose speed is why one
     runs there (a 4096^2 Ising lattice sweeps some 30,000 times a second; one sweep a frame would show 60 of
-    them), and 1 on the CPU, where each frame shows one step and the cells it changed (the step-through view),
-    and where one step of a large lattice fills a frame anyway."""
-    return AUTO_STEPS if backend_name == "cuda" else 1
+    them); on the CPU what the model declares (sim/model.py ``cpu_pace``): 1 by default, where each frame shows
+    one step and the cells it changed (the step-through view), and where one step of a large lattice fills a
+    frame anyway."""
+    if backend_name == "cuda":
+        return AUTO_STEPS
+    return int(getattr(model_class, "cpu_pace", 1))
 
 
 def _peel(value) -> int:

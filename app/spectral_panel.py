@@ -210,7 +210,9 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.canvas.add_region(self.caption)
         layout.addWidget(self.canvas.native, 1)
 
-        row = QtWidgets.QHBoxLayout()
+        self.iso_row = QtWidgets.QWidget(objectName="iso_row")     # 3D only (``_offer_what_applies``)
+        row = QtWidgets.QHBoxLayout(self.iso_row)
+        row.setContentsMargins(0, 0, 0, 0)
         self.iso_label = QtWidgets.QLabel("iso 0.500")
         self.iso_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal, objectName="iso_slider")
         self.iso_slider.setRange(1, ISO_STEPS - 1)
@@ -221,7 +223,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         row.addWidget(QtWidgets.QLabel("iso"))
         row.addWidget(self.iso_slider, 1)
         row.addWidget(self.iso_label)
-        layout.addLayout(row)
+        layout.addWidget(self.iso_row)
 
         row = QtWidgets.QHBoxLayout()
         self.average_box = QtWidgets.QCheckBox("Average over steps", objectName="average_box")
@@ -329,6 +331,12 @@ class SpectralPanel(QtWidgets.QDockWidget):
         future = self._start(job)
         return self._finish(job, future, at_once=True)
 
+    def _offer_what_applies(self, model) -> None:
+        """Only the controls that apply to ``model``: the iso slider for a 3D field, cluster sizes for a model
+        that has clusters (they were offered for 2D Cahn-Hilliard and the cortex, issue 41)."""
+        self.iso_row.setVisible(len(model.shape) == 3)
+        self.clusters_box.setVisible(isinstance(model, HasClusters))
+
     def _make_job(self, force: bool) -> SpectrumJob | None:
         """On the GUI thread: copy what the worker needs, or None when there is nothing to do."""
         if not self.on_screen():
@@ -339,6 +347,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         model = self._model()
         if model is None:
             return None
+        self._offer_what_applies(model)
         identity = self.identity(model)
         step = getattr(model, "step_count", None)
         if identity != self._identity:

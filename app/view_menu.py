@@ -133,7 +133,7 @@ class ViewMenu(QtCore.QObject):
             name = changed[0]
             if not window.set_parameter(name, defaults[name], also={k: v for k, v in defaults.items() if k != name}):
                 return False
-        window.controls.restore_view_defaults(window.model.backend_name)
+        window.controls.restore_view_defaults(window.model.backend_name, type(window.model))
         from latticelab.app import colour_key
         colour_key.restore(window, True)        # the colour key is a view option too (on by default)
         window.show_message(f"defaults restored: {len(changed)} parameter(s) of the {title} and the view options")

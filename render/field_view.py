@@ -54,6 +54,7 @@ class FieldView:
         self.L = 1
         self.mode_3d = "cube"
         self.peel = 0
+        self._peel_asked = 0              # the peel asked for, kept when a smaller or not yet shown cube clamps it
         self.legend: tuple = ()           # of the last picture: (label, code) pairs for a key
         self.value_range = None           # of the last picture: the field values at codes 0 and 253, or None
         self.overlays: list = []          # drawn over the view and told of every picture: ``show(picture)``
@@ -92,7 +93,9 @@ class FieldView:
             overlay.show(picture)
         links_changed = self._set_links(picture.links)
         if geometry_changed:
-            self.peel = min(self.peel, self.L - 1)
+            # the peel asked for before this cube was shown (a peel restored at start-up, set while the view
+            # still held its first 1x1 picture) applies to it, clamped to its height
+            self.peel = int(min(max(self._peel_asked, 0), max(self.L - 1, 0)))
             self.cube.set_peel(self.peel)
             self._apply_mode()
         if geometry_changed or links_changed:
@@ -151,6 +154,7 @@ class FieldView:
 
     def set_peel(self, layers: int) -> None:
         """Remove ``layers`` layers from the top of the 3D block (0 .. L-1)."""
+        self._peel_asked = int(layers)
         self.peel = int(min(max(layers, 0), max(self.L - 1, 0)))
         self.cube.set_peel(self.peel)
         self._update_link_top()

@@ -24,7 +24,12 @@ class DegreePlot(_Plot):
         yield "line"
 
     def set_data(self, histogram) -> None:
+        """Draw ``histogram`` (vertices per degree); an empty one clears the plot."""
         counts = np.asarray(histogram, np.float64)
+        self.line.visible = counts.size > 0
+        if counts.size == 0:
+            self.data = None
+            return
         self.data = counts
         x = np.repeat(np.arange(counts.size + 1, dtype=np.float64) - 0.5, 2)[1:-1]
         y = np.repeat(np.log10(1 + counts), 2)

@@ -57,6 +57,8 @@ class LegendOverlay:
         self.colour_bar = None            # of the last picture shown: a ColourBar or None
         self._swatches: list = []         # (label, code, (x, y, w, h) in panel pixels)
         self._bar = None                  # (x, y, w, h) in panel pixels, or None
+        self.note = ""                    # a line under the key, without a swatch (``set_note``)
+        self._last_picture = None
         self._key = None
         self._visible = visible
         self.node.visible = False
@@ -83,8 +85,9 @@ class LegendOverlay:
 
     def show(self, picture) -> None:
         """Take the key of ``picture``; rebuilt only when the legend, colour bar or palette differ from the last."""
+        self._last_picture = picture
         palette = np.asarray(picture.palette, np.float32)
-        key = (tuple(picture.legend), picture.colour_bar, palette.tobytes())
+        key = (tuple(picture.legend), picture.colour_bar, palette.tobytes(), self.note)
         if key == self._key:
             return
         self._key = key
@@ -92,6 +95,14 @@ class LegendOverlay:
         self._build(self.legend, self.colour_bar, palette)
         self.node.visible = self._visible and self.has_content
         self.place()
+
+    def set_note(self, text: str) -> None:
+        """A line of text under the key (what the picture leaves out, e.g. the highlight); "" for none."""
+        if text == self.note:
+            return
+        self.note = text
+        if self._last_picture is not None:
+            self.show(self._last_picture)
 
     def _build(self, legend, colour_bar, palette) -> None:
         quads, colours, texts, positions = [], [], [], []
@@ -126,6 +137,11 @@ class LegendOverlay:
             texts.append(label)
             positions.append((PAD + SWATCH + 6, y + ROW / 2))
             width = max(width, SWATCH + 6 + CHAR * len(label))
+            y += ROW
+        if self.note and quads:
+            texts.append(self.note)
+            positions.append((PAD, y + ROW / 2))
+            width = max(width, CHAR * len(self.note))
             y += ROW
         if not quads:
             self.size, self.labels = (0, 0), ()

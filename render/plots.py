@@ -7,7 +7,9 @@ positive values; tick labels are values, not exponents); an observable a physici
 ``average``, or else one declared with ``spread``: a quantity that fluctuates about an equilibrium) has its
 running mean with the error of the mean in the plot's title, "energy per spin [J] = -1.4172 +/- 0.0008", the
 error estimated by blocking over the recorded history (sim/analysis/critical.py: ``blocking``), which holds
-for correlated samples. Before the first sample (after a reset) a plot is empty, without ticks, and says so.
+for correlated samples. The mean is taken over the samples since the parameters last changed (``update``'s
+``since``, marked by a vertical line in each plot): samples under other parameters are not pooled. Before the first
+sample (after a reset) a plot is empty, without ticks, and says so.
 
 ``readout_at(canvas_pos)`` names the sample nearest (in time) to the mouse in the plot under it.
 
@@ -36,6 +38,7 @@ from latticelab.sim.analysis.critical import blocking
 PLOT_BACKGROUND = (0.11, 0.11, 0.13, 1.0)
 TEXT = (0.85, 0.85, 0.85, 1.0)
 HINT = (0.6, 0.6, 0.65, 1.0)
+SEGMENT_MARK = (0.75, 0.75, 0.3, 0.9)   # the vertical line where the parameters last changed
 COLOURS = ((0.95, 0.75, 0.2, 1.0), (0.35, 0.75, 1.0, 1.0), (0.4, 0.95, 0.45, 1.0), (0.7, 0.55, 1.0, 1.0),
            (1.0, 0.5, 0.45, 1.0), (0.3, 0.9, 0.9, 1.0), (0.9, 0.9, 0.9, 1.0))
 WAITING = "waiting for data"
@@ -165,6 +168,9 @@ class LivePlots:
         self.grid.visible = not hidden
         self.parent_widget.add_widget(self.grid)
         self.views, self.lines, self.titles, self.y_axes, self.hints = {}, {}, {}, {}, {}
+        self.marks: dict = {}             # key -> the vertical line where the running mean starts (``since``)
+        self._mark_placed: dict = {}      # key -> (shown, x in the unit square) of its mark
+        self.since = None
         self.regions: dict = {}           # (series key, part) or X_AXIS -> the widget redrawn when it changes
         self._points: dict = {}           # key -> (times, values) drawn, for the readout
         self._y_ranges: dict = {}         # key -> (y0, y1) the y axis shows now (None: empty plot)
@@ -197,6 +203,9 @@ class LivePlots:
                 self.lines[s.key].transform = STTransform()
                 self.hints[s.key] = scene.visuals.Text(WAITING, color=HINT, font_size=7, pos=(0.5, 0.5),
                                                        parent=view.scene)
+                self.marks[s.key] = scene.visuals.Line(np.array([[0.0, 0.0], [0.0, 1.0]], np.float32),
+                                                       color=SEGMENT_MARK, width=1, parent=view.scene)
+                self.marks[s.key].visible = False
             self.views[s.key], self.titles[s.key], self.y_axes[s.key] = view, title, y_axis
             yield f"{s.key}: line"
             self.grid.add_widget(cell, row=row, col=0)
@@ -263,10 +272,13 @@ class LivePlots:
         self._update_series(s, np.zeros(0), ())
 
     # ---- data --------------------------------------------------------------------------------
-    def update(self, times, values: dict, keys=None) -> None:
+    def update(self, times, values: dict, keys=None, since: float | None = None) -> None:
         """times: (n,) steps or simulated times; values[key]: (n,) floats (NaN where undefined). ``keys``: redraw
-        only these series (the others keep what they show; the time axis follows ``times``)."""
+        only these series (the others keep what they show; the time axis follows ``times``). ``since``: the
+        running means are of the samples from this time on (the parameters changed there; a line marks it);
+        None: of all."""
         times = np.asarray(times, np.float64)
+        self.since = since
         x0, x1 = (times[0], times[-1]) if len(times) else (0.0, 1.0)
         if x1 <= x0:
             x1 = x0 + 1.0
@@ -301,7 +313,8 @@ class LivePlots:
         if self.hints[s.key].visible == has_data:
             self.hints[s.key].visible = not has_data
             changed.add("plot")
-        title = f"{s.title} {mean_text(y)}" if s.average and has_data else s.title
+        pooled = y if self.since is None else y[times[:len(y)] >= self.since]
+        title = f"{s.title} {mean_text(pooled)}".rstrip() if s.average and has_data else s.title
         if self.titles[s.key].text != title:
             self.titles[s.key].text = title
             changed.add("title")
@@ -316,7 +329,23 @@ class LivePlots:
         y0, y1 = y_range or (0.0, 1.0)
         if _fit_into_unit_square(self.lines[s.key].transform, self._x_span, y0, y1):
             changed.add("plot")
+        if self._place_mark(s.key, has_data):
+            changed.add("plot")
         return changed
+
+    def _place_mark(self, key, has_data: bool) -> bool:
+        """The vertical line at ``since`` (inside the plotted span only); True when it moved or appeared."""
+        mark = self.marks[key]
+        inside = has_data and self.since is not None and self._x0 < self.since <= self._x0 + self._x_span
+        x = (self.since - self._x0) / self._x_span if inside else 0.0
+        placed = (inside, x)
+        if self._mark_placed.get(key) == placed:
+            return False
+        self._mark_placed[key] = placed
+        mark.visible = inside
+        if inside:
+            mark.set_data(np.array([[x, 0.0], [x, 1.0]], np.float32))
+        return True
 
     def _set_x_axis(self, domain: tuple[float, float], blank: bool) -> bool:
         """Give the time axis its range; True when it changed."""

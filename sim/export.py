@@ -10,8 +10,12 @@ per sample::
     ...
 
 The time column is named after the model's ``time_label`` (its words joined by underscores: ``time_ms``, as
-in the CSV of ``latticelab run``); then every recorded observable, then the sliding-window standard deviations the plots
-show (``<name>_std``; NaN until the window has two samples). Values are written with ``repr`` so they read back
+in the CSV of ``latticelab run``); then every recorded observable, then the sliding-window standard deviations
+the plots show (``<name>_std``; NaN until the window has two samples). Samples taken under different values of
+the parameters that change while a model runs (T, the algorithm, ...) are never pooled unmarked: when the
+history holds more than one such segment, a last column ``segment`` numbers them (1, 2, ...) and the comment
+line names each one's parameters ("segment 1 from step 1: T=2.25 ...; segment 2 from step 301: T=1.5 ...").
+Values are written with ``repr`` so they read back
 exactly. The file is written atomically and never replaces an existing file unless asked (sim/io.py).
 """
 from __future__ import annotations
@@ -74,7 +78,16 @@ def write_history_csv(path, model, history, overwrite: bool = False) -> Path:
     """Write the plot history (sim/runner.py ``ObservableHistory``) of ``model`` as CSV at ``path``; returns the
     path. OutputError (OutputExists for an existing file without ``overwrite``) names the path."""
     times, values = history.arrays()
-    text = series_csv(times, values, time_column(type(model)), provenance(model))
+    name, comment = time_column(type(model)), provenance(model)
+    segments = [(start, parameters) for start, parameters in history.segments() if start < len(times)]
+    if len(segments) > 1:
+        numbers = np.zeros(len(times))
+        for k, (start, _parameters) in enumerate(segments, 1):
+            numbers[start:] = k
+        values = {**values, "segment": numbers}
+        comment += "; " + "; ".join(f"segment {k} from {name} {times[start]:g}: {parameters}"
+                                    for k, (start, parameters) in enumerate(segments, 1))
+    text = series_csv(times, values, name, comment)
     return write_atomic(path, lambda f: f.write(text), overwrite=overwrite, binary=False)
 
 

@@ -73,6 +73,9 @@ class Model(abc.ABC):
         time_label    what ``time`` counts, for plot axes ("step", or "simulated time")
         state_format  version of the arrays ``get_state`` writes; bump it when they change
         marks_label   what ``picture(marks=True)`` adds, for a check box ("Show rewired links"), or None
+        cpu_pace      Steps / frame a window on the CPU starts with where the user picked none: 1 (each frame shows
+                      one step and the cells it changed) or 0 (auto: as many as fit in the frame's time), for a
+                      model whose single step shows too little; on a GPU a window starts at auto
         small_example parameters of a small instance that steps in milliseconds on the CPU (tests, demos)
         format_1_layout  for the one model latticelab 0.1 saved (format 1, before the model name was stored):
                       where its parameters and arrays stood; sim/state.py upgrades such files (None for others)
@@ -89,6 +92,7 @@ class Model(abc.ABC):
     time_label: ClassVar[str] = "step"
     state_format: ClassVar[int] = 1
     marks_label: ClassVar[str | None] = None
+    cpu_pace: ClassVar[int] = 1
     small_example: ClassVar[dict] = {}
     format_1_layout: ClassVar[dict | None] = None
     run_options: ClassVar[tuple[RunOption, ...]] = ()

@@ -38,7 +38,12 @@ def thin(times, observables: dict, keep: int | None) -> tuple:
 
 class ObservableHistory:
     """The last ``capacity`` samples of each declared observable, plus the standard deviation over a sliding
-    window of the most recent ``window`` samples for those declared with ``spread`` (named ``<name>_std``)."""
+    window of the most recent ``window`` samples for those declared with ``spread`` (named ``<name>_std``).
+
+    Samples come in *segments*, each taken under one set of the parameters that change the physics
+    (``new_segment``): running statistics and exports must not pool samples of different segments (a mean over
+    T = 2.25 and T = 1.5 measures neither).
+    """
 
     def __init__(self, observables, capacity: int = 1000, window: int = 50):
         if capacity < 2 or window < 2:
@@ -50,6 +55,7 @@ class ObservableHistory:
         self._time = np.zeros(capacity, np.float64)
         self._values = {key: np.full(capacity, np.nan) for key in (*self.recorded, *self.spreads)}
         self._count = 0
+        self._segments = [(0, "")]   # (global index of its first sample, the parameters it was taken under)
         self.version = 0  # increases with every change, so views redraw only when needed
 
     def __len__(self) -> int:
@@ -57,9 +63,34 @@ class ObservableHistory:
 
     def clear(self) -> None:
         self._count = 0
+        self._segments = [(0, self._segments[-1][1])]
         for values in self._values.values():
             values.fill(np.nan)
         self.version += 1
+
+    def new_segment(self, parameters: str) -> None:
+        """The samples from now on are taken under ``parameters`` (a description, e.g. "T=1.5 algorithm=wolff")."""
+        if self._segments[-1][0] == self._count:      # nothing was taken under the last ones: they are replaced
+            self._segments[-1] = (self._count, parameters)
+        else:
+            self._segments.append((self._count, parameters))
+        first = self._count - len(self)                # segments whose samples all left the history go
+        while len(self._segments) > 1 and self._segments[1][0] <= first:
+            self._segments.pop(0)
+        self.version += 1
+
+    def segments(self) -> list[tuple[int, str]]:
+        """(index in ``arrays()`` of its first sample, its parameters) of each segment that has samples in the
+        history, or is the current one, oldest first; the current segment's index is ``len(self)`` while it
+        has no sample yet."""
+        first = self._count - len(self)
+        out = []
+        for i, (start, parameters) in enumerate(self._segments):
+            end = self._segments[i + 1][0] if i + 1 < len(self._segments) else None
+            if end is not None and end <= first:
+                continue                               # all its samples have left the history
+            out.append((max(start, first) - first, parameters))
+        return out
 
     def push(self, time_value: float, observables: dict) -> None:
         i = self._count % self.capacity
@@ -186,6 +217,7 @@ class Runner:
 
     def _after_new_model(self, look: FirstLook | None = None) -> None:
         self.history = ObservableHistory(self.model.declared_observables, self.history_length, self.spread_window)
+        self.history.new_segment(self.physics())
         # a loaded state shows what its last step changed
         self.highlight = look.changed if look is not None else self.model.changed()
         self.seconds_per_step, self._last_batch = None, 1
@@ -194,6 +226,12 @@ class Runner:
         self._record(None if look is None else look.observables)
 
     # ---- parameters --------------------------------------------------------------------------
+    def physics(self) -> str:
+        """The running model's parameters that can change while it runs (its ``live`` ones), as "name=value"
+        words: what a segment of the plot history was taken under."""
+        values = self.model.params.model_dump()
+        return " ".join(f"{k}={values[k]}" for k in type(self.model.params).names("live"))
+
     def set(self, **changes) -> str:
         """Apply parameter changes as the schema says; returns "live", "reset" or "rebuild" (what happened).
 
@@ -214,6 +252,7 @@ class Runner:
             check_change_fits(self.model_class, current, new, self.model.backend_name, next(iter(live)))
             self.model.update(**live)
             self.state_version += 1
+            self.history.new_segment(self.physics())   # statistics start again under the new physics
         for k in changed:
             if schema.fields()[k]["applies"] == "reset":
                 self.pending[k] = getattr(new, k)
@@ -256,6 +295,12 @@ class Runner:
             self.collect(wait=True)
         self.commit(batch, time.perf_counter() - start)
         return batch.steps
+
+    @property
+    def steps_in_last_frame(self) -> int:
+        """How many steps the last batch took (1 after a new model): the steps whose changed cells ``highlight``
+        joins."""
+        return self._last_batch
 
     def collect(self, wait: bool = False) -> None:
         """Put the observables of finished batches (those the device was still copying) into the history, in

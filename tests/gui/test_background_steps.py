@@ -65,7 +65,8 @@ def test_the_window_answers_while_a_step_is_computed(make_window, qtbot, held_st
     menu.popup(window.mapToGlobal(QtCore.QPoint(10, 10)))
     qtbot.waitUntil(menu.isVisible, timeout=15000)              # a menu opens
     menu.close()
-    assert "computing" in window.status_labels["steps_per_s"].text()
+    # a batch in flight this long is named instead of steps/s
+    qtbot.waitUntil(lambda: "computing" in window.status_labels["steps_per_s"].text(), timeout=15000)
     assert window.model.step_count == before                   # nothing committed yet
 
     # a bad value is refused at once, naming the parameter; a good one waits for the batch

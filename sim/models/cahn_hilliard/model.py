@@ -185,6 +185,7 @@ class CahnHilliardModel(Model):
     )
     time_label = "simulated time"
     state_format = 1
+    cpu_pace = 0     # auto: one step of dt = 0.02 a frame left the field a grey square for seconds
     small_example = {"dim": 2, "L": 16, "dt": 0.01, "noise": 0.1, "thermal": 0.05}
     diverges_with = ("dt", "thermal")
     # extra inputs and outputs of `latticelab run cahn-hilliard` (sim/model.py RunOption; CahnHilliardRun below)

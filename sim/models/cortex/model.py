@@ -87,6 +87,7 @@ class CortexModel(Model):
     time_label = "time (ms)"
     field_units = {"v": "mV", "fired": "1"}
     state_format = 1
+    cpu_pace = 0     # auto: at one 1 ms step a frame the first periodogram came after half a minute
     small_example = {"L": 16, "k": 10, "r": 4}
     # extra inputs and outputs of `latticelab run cortex` (sim/model.py RunOption; CortexRun below)
     run_options = (
