@@ -105,6 +105,14 @@ def check_record_options(args) -> None:
         raise UsageError(f"--fps: must be a number of frames per second in [0.1, 1000]; got {args.fps!r}")
 
 
+def devices_help(cls) -> str:
+    """The help of ``--devices`` for one model: what it splits, or that it runs on one device."""
+    if not cls.splits_across_devices:
+        return "the GPUs to split one run over: this model runs on one device only"
+    return ("the GPUs to split one run over, 'all' or ids like 0,1 (default: one device); "
+            + (cls.devices_note or "slabs with halos, the same result as on one device"))
+
+
 def add_model_run_options(parser: argparse.ArgumentParser, cls) -> None:
     """The extra inputs and outputs a model declares for headless runs (``Model.run_options``, sim/model.py)."""
     if not cls.run_options:
@@ -132,6 +140,7 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
         add_parameter_options(p, [cls.Params], f"{cls.title} (default: the model's defaults)")
         g = p.add_argument_group("running")
         g.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
+        g.add_argument("--devices", default=None, metavar="IDS", help=devices_help(cls))
         g.add_argument("--steps", type=int, default=None, help=f"number of steps to record (default {DEFAULT_STEPS})")
         g.add_argument("--until", type=_typed(float), default=None, metavar="T",
                        help=f"record until the model's time ({cls.time_label}) reaches T, instead of a number of steps")
@@ -253,7 +262,7 @@ def run_model(args) -> int:
     if args.record:
         check_record_options(args)
     outputs = _check_outputs(args, cls)
-    model = cls.create(backend=args.backend, **given_parameters(args, cls.Params))
+    model = cls.create(backend=args.backend, devices=args.devices, **given_parameters(args, cls.Params))
     hooks = cls.run_hooks({o.name: getattr(args, o.name) for o in cls.run_options})
     try:
         hooks.start(model)

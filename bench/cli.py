@@ -25,6 +25,8 @@ BENCHMARKS = {
     "window": ("window", "the application's window on a 2D and a 3D lattice: frames/s, sweeps/s against headless"),
     "sweep-scaling": ("sweep_scaling", "one study on a local Dask cluster of 1 and of N workers (one per GPU): "
                       "points per hour and their ratio"),
+    "multigpu": ("multigpu", "one Ising lattice split over the GPUs of one host (slabs, halos) against one GPU: "
+                 "weak and strong scaling"),
     "responsiveness": ("responsiveness", "the window on the CPU while slow work runs (Swendsen-Wang at 2048^2, the "
                        "Spectrum dock at 3D 128^3): longest gaps between frames and event-loop iterations"),
 }

@@ -29,7 +29,7 @@ INLINE_MODIFIED_BELOW = 1000  # chunk kernel handles modified sites itself when 
 
 
 MAX_FRAME_SWEEPS = 1024    # measured sweeps per packed frame launch sequence (longer frames run in chunks)
-PARAMS_WORDS = 11          # struct MultispinParams in 64-bit words (metropolis_multispin.cu)
+PARAMS_WORDS = 14          # struct MultispinParams in 64-bit words (metropolis_multispin.cu)
 LARGEST_GRAPH = 128        # sweeps in the largest captured frame graph (larger frames replay it several times)
 # flags of metropolis_multispin (metropolis_multispin.cu)
 MS_WRITE_FLIPS, MS_UNION_FLIPS, MS_MEASURE, MS_SLOT_SHIFT = 2, 4, 8, 4
@@ -40,6 +40,14 @@ def whole_warp_rows(bx: int, L: int) -> int:
     measured sweep reduces with full-warp shuffles), never more rows than the lattice has."""
     step = 32 // math.gcd(bx, 32)
     return max(step, min(L, BLOCK_THREADS // bx) // step * step)
+
+
+def metropolis_thresholds(max_k: int, T: float) -> tuple[np.ndarray, tuple[np.uint32, np.uint32, np.uint32]]:
+    """Host uint32 thresholds floor(exp(-2k/T) 2^32) for k = s*h in 0..max_k (k = 0: always), and those of
+    k = 2, 4, 6 (the regular sites' cases) as scalars for the kernels' arguments."""
+    host = threshold32(np.exp(-2.0 * np.arange(max_k + 1) / T))
+    host[0] = 0xFFFFFFFF
+    return host, tuple(np.uint32(host[min(i, max_k)]) for i in (2, 4, 6))
 
 
 def chunk_words(L: int) -> int | None:
@@ -219,10 +227,7 @@ class CudaEngine:
     def _thresholds(self, T: float):
         """Device table of Metropolis thresholds for k = s*h in 0..max_k, and the regular ones for k = 2, 4, 6."""
         if self._thresholds_for is None or self._thresholds_for[0] != T:
-            k = np.arange(self.graph.max_k + 1)
-            host = threshold32(np.exp(-2.0 * k / T))
-            host[0] = 0xFFFFFFFF
-            regular = tuple(np.uint32(host[min(i, self.graph.max_k)]) for i in (2, 4, 6))
+            host, regular = metropolis_thresholds(self.graph.max_k, T)
             self._thresholds_for = (T, self.xp.asarray(host), regular)
         return self._thresholds_for[1], self._thresholds_for[2]
 

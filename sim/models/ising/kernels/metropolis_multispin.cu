@@ -103,6 +103,17 @@ struct MultispinParams {
     unsigned long long stream_base;
     int slot_base;
     int unused;
+    // A slab of a lattice split along its slowest axis (y in 2D, z in 3D) over several devices
+    // (sim/models/ising/slabs.py). All zero for a whole periodic lattice: then a launch covers every row.
+    // With slab_extent > 0 the packed array holds slab_extent slow indices (the slab and its halos), local index j
+    // being global index j + slab_offset (mod L): rows are numbered locally, while the colours' offsets, the
+    // random numbers and the modified sites' numbers use global coordinates, so each site draws and decides as
+    // on one device. The launch updates local slow indices first .. end - 1 (never a halo: no wrap is needed),
+    // and a modified site's neighbour entry j < 0 is not a local bit position but entry -1 - j of ``remote``:
+    // that neighbour's bit, gathered from the device owning it before the half-sweep.
+    const unsigned int* remote;
+    int slab_extent, slab_offset;
+    int first, end;
 };
 
 // flags: bit 0 the colour; bit 1 write the flip words; bit 2 OR them into the words already there (the union of
@@ -144,15 +155,21 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
 {
     const int colour = flags & MS_COLOUR;
     const int W = L >> 6;
+    const bool slab = params->slab_extent > 0;
+    const int extent = slab ? params->slab_extent : L, first = slab ? params->first : 0;
+    const int end = slab ? params->end : L;
     const int w = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = blockIdx.y * blockDim.y + threadIdx.y;
-    const int z = DIM == 3 ? (int)blockIdx.z : 0;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y + (DIM == 2 ? first : 0);
+    const int z = DIM == 3 ? first + (int)blockIdx.z : 0;
     const bool measure = flags & MS_MEASURE;
+    const bool active = w < W && y < (DIM == 2 ? end : L);
     long long unlike_pairs = 0, down_spins = 0, flipped = 0;
-    if (w < W && y < L) {
-        const int rows = DIM == 3 ? L * L : L;
+    if (active) {
+        const int rows = DIM == 3 ? extent * L : extent;
         const int r = z * L + y;
-        const int o = (colour + y + z) & 1;
+        const int offset = slab ? params->slab_offset : 0;
+        const int global_r = r + offset * (DIM == 3 ? L : 1);   // the row's number on the whole lattice
+        const int o = (colour + y + z + offset) & 1;
         const int own = (colour * rows + r) * W + w;
         const unsigned int* other = packed + (1 - colour) * rows * W;
 
@@ -160,12 +177,13 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         const unsigned int same = other[r * W + w];
         const unsigned int side_word = other[r * W + (o ? (w == W - 1 ? 0 : w + 1) : (w == 0 ? W - 1 : w - 1))];
         const unsigned int side = o ? __funnelshift_r(same, side_word, 1) : __funnelshift_l(side_word, same, 1);
-        const int y_up = y == 0 ? L - 1 : y - 1, y_down = y == L - 1 ? 0 : y + 1;
+        const bool wrap_y = DIM == 3 || !slab;                   // a slab's slow axis has halos instead
+        const int y_up = y == 0 && wrap_y ? L - 1 : y - 1, y_down = y == L - 1 && wrap_y ? 0 : y + 1;
         const unsigned int up = other[(z * L + y_up) * W + w];
         const unsigned int down = other[(z * L + y_down) * W + w];
         unsigned int back = 0, front = 0;
         if (DIM == 3) {
-            const int z_back = z == 0 ? L - 1 : z - 1, z_front = z == L - 1 ? 0 : z + 1;
+            const int z_back = z == 0 && !slab ? L - 1 : z - 1, z_front = z == L - 1 && !slab ? 0 : z + 1;
             back = other[(z_back * L + y) * W + w];
             front = other[(z_front * L + y) * W + w];
         }
@@ -177,7 +195,7 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)sweep_stream,
                                (unsigned int)(sweep_stream >> 32)};
         const unsigned int t2 = params->t2, t4 = params->t4, t6 = params->t6;
-        const unsigned int group0 = ((unsigned int)r * (unsigned int)L + 64u * (unsigned int)w) >> 4;
+        const unsigned int group0 = ((unsigned int)global_r * (unsigned int)L + 64u * (unsigned int)w) >> 4;
         unsigned int lt2 = 0, lt4 = 0, lt6 = 0;
         if (below_high<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6))
             below_exact<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6);
@@ -213,10 +231,12 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
                 todo &= todo - 1;
                 const int row = (int)first_row + __popc(modified & ((1u << bit) - 1u));
                 int h = 0;
-                for (int j = g.offsets[row]; j < g.offsets[row + 1]; ++j)
-                    h += 1 - 2 * (int)packed_bit(packed, g.neighbours[j]);
+                for (int j = g.offsets[row]; j < g.offsets[row + 1]; ++j) {
+                    const int at = g.neighbours[j];
+                    h += 1 - 2 * (int)(at >= 0 ? packed_bit(packed, at) : params->remote[-1 - at] & 1u);
+                }
                 const int k = (1 - 2 * (int)((s >> bit) & 1u)) * h;
-                const int site = r * L + 2 * (32 * w + bit) + o;
+                const int site = global_r * L + 2 * (32 * w + bit) + o;
                 if (k <= 0 || number_below(number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)),
                                                        site),
                                            params->thresholds[k], key, colour, site))
@@ -239,7 +259,7 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         unsigned long long* slot = params->totals + 3 * (params->slot_base + (flags >> MS_SLOT_SHIFT));
         if (colour == 1) {
             // a colour-1 word: 32 sites with 2 dim lattice edges each; with its "same" word, 64 spins
-            const long long sites = (w < W && y < L) ? 32 : 0;
+            const long long sites = active ? 32 : 0;
             long long sums[3] = {2 * DIM * sites - 2 * unlike_pairs, 2 * sites - 2 * down_spins, flipped};
             block_sums_into<3>(sums, slot);
         } else {

@@ -1,0 +1,172 @@
+"""``latticelab bench multigpu``: one simulation split over the GPUs of one host against the same code on one.
+
+Cases (issue 38; the 4-GPU twins run where four GPUs are present):
+
+- ``multigpu-metropolis-2d-L32768-per-gpu-<n>gpu``: weak scaling -- a 2D lattice of n x 32768 rows by 32768
+  columns (32768^2 sites per GPU, p = 0, T = 2.269), packed Metropolis sweeps in slabs (sim/models/ising/gpu/
+  slabs.py); flips_per_ns over all GPUs; baseline: the same slab code on one GPU with 32768^2, ratio = speed-up.
+  The details add CudaEngine's own packed sweeps on one GPU (the unsplit path), the exchanges by NCCL instead
+  of peer copies, and the borders-first overlap switched off.
+- ``multigpu-metropolis-2d-L16384-total-<n>gpu``: strong scaling -- one 16384^2 lattice over n GPUs against 1.
+
+The Cahn-Hilliard and cortex cases of the issue are not measured: those models do not split yet (docs/
+multigpu.md). A device lacking for a case is said, and the case left out.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+from latticelab.bench.common import add_output_arguments, finish
+
+CASES = {
+    "multigpu-metropolis-2d-L32768-per-gpu": {"alias": "weak", "L": 32768, "per_gpu": True, "targets": {2: 1900.0, 4: 3700.0},
+                                              "ratio_targets": {2: 1.9}},
+    "multigpu-metropolis-2d-L16384-total": {"alias": "strong", "L": 16384, "per_gpu": False, "targets": {},
+                                            "ratio_targets": {2: 1.8}},
+}
+T_CRITICAL = 2.269
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cases", default="all", help="comma-separated case prefixes or aliases (weak, strong)")
+    parser.add_argument("--sweeps", type=int, default=200, help="sweeps per timed repetition")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repetitions (median reported)")
+    parser.add_argument("--small", action="store_true", help="lattices 16x smaller per side (a smoke run)")
+    add_output_arguments(parser, "multigpu-<device>.json")
+
+
+def _engine(cp, devices, L: int, rows: int, exchanger: str, overlap: bool):
+    from latticelab.sim.models.ising.gpu.slabs import SlabMetropolis
+    from latticelab.sim.multidevice.exchange import make_exchanger, make_parts
+    parts = make_parts(cp, devices)
+    engine = SlabMetropolis(parts, make_exchanger(parts, exchanger), 2, L, None, rows=rows, overlap=overlap)
+    engine.load_random(seed=1)
+    return engine
+
+
+def _sweep_rate(engine, sites: int, sweeps: int, repeats: int) -> dict:
+    """Median flips/ns of ``sweeps`` sweeps (all devices waited for), and the host's seconds to enqueue them
+    against the wall seconds (launch-bound when close to 1)."""
+    stream = [0]
+
+    def work():
+        engine.sweeps(T_CRITICAL, 7, stream[0], sweeps)
+        stream[0] += sweeps
+
+    work()
+    engine.synchronize()
+    rates, enqueue = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        work()
+        queued = time.perf_counter() - start
+        engine.synchronize()
+        wall = time.perf_counter() - start
+        rates.append(sites * sweeps / wall / 1e9)
+        enqueue.append(queued / wall)
+    return {"flips_per_ns": statistics.median(rates), "enqueue_fraction": round(statistics.median(enqueue), 3)}
+
+
+def _unsplit_rate(cp, L: int, sweeps: int, repeats: int) -> float:
+    """CudaEngine's packed sweeps on one GPU (the single-device path), flips/ns."""
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
+    from latticelab.sim.models.ising.lattice import build_lattice
+    from latticelab.sim.rng import StreamRNG
+    engine = CudaEngine(cp, build_lattice(2, L, 0.0, "all", np.random.default_rng(0)))
+    spins = cp.where(cp.random.random((L, L)) < 0.5, 1, -1).astype(cp.int8)
+    rng = StreamRNG(cp, 7)
+    engine.metropolis_sweeps(spins, T_CRITICAL, rng, sweeps, want_mask=False)
+    cp.cuda.Device().synchronize()
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        engine.metropolis_sweeps(spins, T_CRITICAL, rng, sweeps, want_mask=False)
+        cp.cuda.Device().synchronize()
+        rates.append(L * L * sweeps / (time.perf_counter() - start) / 1e9)
+    del spins, engine
+    cp.get_default_memory_pool().free_all_blocks()
+    return statistics.median(rates)
+
+
+def _free(cp, engine) -> None:
+    engine.synchronize()
+    for part in engine.parts:
+        with cp.cuda.Device(part.device):
+            cp.get_default_memory_pool().free_all_blocks()
+
+
+def run_case(cp, name: str, spec: dict, n: int, args) -> dict:
+    L = spec["L"] // (16 if args.small else 1)
+    rows = L * n if spec["per_gpu"] else L
+    measured = {}
+    for label, devices, exchanger, overlap in (("one_gpu", (0,), "peer", True),
+                                               ("split", tuple(range(n)), "peer", True),
+                                               ("split_nccl", tuple(range(n)), "nccl", True),
+                                               ("split_no_overlap", tuple(range(n)), "peer", False)):
+        engine = _engine(cp, devices, L, L if label == "one_gpu" else rows, exchanger, overlap)
+        measured[label] = _sweep_rate(engine, engine.n_sites, args.sweeps, args.repeats)
+        print(f"  {name}-{n}gpu {label}: {measured[label]['flips_per_ns']:.1f} flips/ns "
+              f"(host enqueue {100 * measured[label]['enqueue_fraction']:.0f}% of wall)", flush=True)
+        _free(cp, engine)
+        del engine
+    unsplit = _unsplit_rate(cp, L, args.sweeps, args.repeats)
+    print(f"  {name}: CudaEngine on one GPU {unsplit:.1f} flips/ns", flush=True)
+    best = max(("split", "split_nccl", "split_no_overlap"), key=lambda k: measured[k]["flips_per_ns"])
+    value, base = measured[best]["flips_per_ns"], measured["one_gpu"]["flips_per_ns"]
+    case = {"case": f"{name}-{n}gpu", "metric": "flips_per_ns", "value": round(value, 1),
+            "baseline": f"the same slab code on one GPU, {L}^2", "baseline_value": round(base, 1),
+            "ratio": round(value / base, 3),
+            "details": {"lattice": f"{rows} x {L}", "gpus": n, "sweeps": args.sweeps, "T": T_CRITICAL, "p": 0.0,
+                        "best_variant": best, **{k: v for k, v in measured.items()},
+                        "cuda_engine_one_gpu_flips_per_ns": round(unsplit, 1),
+                        "ratio_to_cuda_engine_one_gpu": round(value / unsplit, 3)}}
+    target = spec["targets"].get(n)
+    if target is not None:
+        case.update(target=target, target_met=bool(value >= target))
+    ratio_target = spec["ratio_targets"].get(n)
+    if ratio_target is not None:
+        case["details"]["ratio_target"] = ratio_target
+        case["details"]["ratio_target_met"] = bool(value / base >= ratio_target)
+        if target is None:
+            case.update(target=ratio_target * base, target_met=bool(value / base >= ratio_target))
+    return case
+
+
+def main(args) -> int:
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")     # never NVLink multicast (docs/design/multigpu.md)
+    from latticelab.sim.backend import BackendError, select_backend
+    try:
+        backend = select_backend("cuda")
+    except BackendError as exc:
+        print(f"latticelab bench multigpu needs CUDA GPUs: {exc}")
+        return 1
+    cp = backend.xp
+    count = cp.cuda.runtime.getDeviceCount()
+    if count < 2:
+        print(f"latticelab bench multigpu needs at least 2 GPUs; this machine has {count}")
+        return 1
+    chosen = [n for n, s in CASES.items() if args.cases == "all" or any(
+        n.startswith(p) or s["alias"].startswith(p) for p in args.cases.split(","))]
+    if not chosen:
+        print(f"latticelab bench multigpu: --cases: no case matches {args.cases!r}; cases are {', '.join(CASES)}")
+        return 2
+    device = f"{count} x {backend.device_name}"
+    print(f"latticelab bench multigpu on {device}", flush=True)
+    cases = []
+    for name in chosen:
+        for n in (2, 4):
+            if n > count:
+                print(f"  {name}-{n}gpu: not run ({count} GPUs here)")
+                continue
+            cases.append(run_case(cp, name, CASES[name], n, args))
+    for c in cases:
+        d = c["details"]
+        if "ratio_target" in d:
+            print(f"{c['case']}: x{c['ratio']} of one GPU (target >= {d['ratio_target']}: "
+                  f"{'met' if d['ratio_target_met'] else 'MISSED'})")
+    return finish("multigpu", backend.device_name, cases, args, args.small)

@@ -1,0 +1,234 @@
+"""One Ising lattice split into slabs over several devices (issue 38): the same bits as on one device.
+
+The slab engine (sim/models/ising/gpu/slabs.py) runs the packed Metropolis kernel on each part with halos and a
+gathered list of the rewired neighbours held elsewhere. On the CPU the parts are NumPy slabs of one process,
+the kernels running under the CUDA emulator and the halos moved by LocalExchanger; on the 2-GPU machine
+(marked gpu) the parts are the GPUs, moved by peer copies or NCCL. Either way the end state after n sweeps on
+1, 2 or 4 parts must equal, bit for bit, what CudaEngine gives on one device -- itself tested against its
+NumPy twin (tests/test_gpu_kernels.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from latticelab.sim.backend import to_numpy
+from latticelab.sim.models.ising.lattice import build_lattice
+from latticelab.sim.multidevice.exchange import make_exchanger, make_parts
+from latticelab.sim.multidevice.slabs import split_slow_axis
+from latticelab.sim.params import ParameterError
+from latticelab.sim.rng import StreamRNG
+
+from helpers import device_xp, random_spins
+
+SWEEPS = 3
+
+
+def _one_device(xp, lattice, host, T, n, seed=11, first=0):
+    """n packed sweeps of CudaEngine on one device: (spins, last sweep's mask, (bond sum, spin sum))."""
+    from latticelab.sim.models.ising.gpu.engine import CudaEngine
+    engine = CudaEngine(xp, lattice)
+    spins, mask = engine.metropolis_sweeps(xp.asarray(host.copy()), T, StreamRNG(xp, seed, first), n)
+    return to_numpy(spins), to_numpy(mask), engine.measure(spins)
+
+
+def _split(xp, devices, lattice, host, T, n, overlap=True, exchanger="peer", seed=11, first=0):
+    from latticelab.sim.models.ising.gpu.slabs import SlabMetropolis
+    parts = make_parts(xp, devices)
+    engine = SlabMetropolis(parts, make_exchanger(parts, exchanger), lattice.dim, lattice.L, lattice,
+                            overlap=overlap)
+    engine.load(host)
+    np.testing.assert_array_equal(engine.spins(), host)
+    engine.sweeps(T, seed, first, n, mask="last")
+    engine.synchronize()
+    return engine
+
+
+def _assert_same(engine, expected, where):
+    spins, mask, measured = expected
+    np.testing.assert_array_equal(engine.spins(), spins, err_msg=where)
+    np.testing.assert_array_equal(engine.flip_mask(), mask, err_msg=where)
+    assert engine.measure() == measured, where
+
+
+def test_slabs_cut_the_slow_axis_evenly_and_refuse_thin_ones():
+    layout = split_slow_axis(10, 4, 1)
+    assert [(s.start, s.stop) for s in layout.slabs] == [(0, 3), (3, 6), (6, 8), (8, 10)]
+    s = layout.slabs[0]
+    assert (s.extent, s.offset, s.owned, s.lower_border, s.upper_border, s.interior) == \
+        (5, -1, (1, 4), (1, 2), (3, 4), (2, 3))
+    assert list(layout.owner(np.array([0, 2, 3, 9, 10, -1]))) == [0, 0, 1, 3, 0, 3]
+    with pytest.raises(ParameterError, match="L: 6 cannot be split over 4 devices"):
+        split_slow_axis(6, 4, 1)
+
+
+EMULATOR_CASES = [(2, 64, 0.0), (2, 128, 0.05), (3, 64, 0.01)]
+
+
+@pytest.mark.parametrize("dim, L, p", EMULATOR_CASES)
+def test_slabs_on_the_cpu_end_in_the_one_device_state(dim, L, p):
+    """1, 2 and 4 NumPy slabs (the kernels emulated), borders first or all at once: the same spins, last flips
+    and observables as one device, rewired neighbours on other slabs included."""
+    xp = device_xp("emulator")
+    lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
+    host = random_spins((L,) * dim, seed=L)
+    T = 2.3 if dim == 2 else 4.5
+    expected = _one_device(xp, lattice, host, T, SWEEPS)
+    for devices in ((0,), (0, 1), (0, 1, 2, 3)):
+        for overlap in (True, False):
+            engine = _split(xp, devices, lattice, host, T, SWEEPS, overlap=overlap)
+            _assert_same(engine, expected, f"{dim}D L={L} p={p} {len(devices)} parts overlap={overlap}")
+
+
+def test_the_gathered_rewired_neighbours_and_the_halos_are_what_makes_them_equal():
+    """Leaving out the gathered list, or the halo moves, changes the result: the test above can fail."""
+    xp = device_xp("emulator")
+    lattice = build_lattice(2, 128, 0.05, "all", np.random.default_rng(3))
+    host = random_spins((128, 128), seed=1)
+    spins, _mask, _measured = _one_device(xp, lattice, host, 2.3, SWEEPS)
+    from latticelab.sim.models.ising.gpu.slabs import SlabMetropolis
+    parts = make_parts(xp, (0, 1))
+    for broken in ("gathers", "halos"):
+        engine = SlabMetropolis(parts, make_exchanger(parts), 2, 128, lattice)
+        assert any(len(m) for m in engine._gather_moves)
+        engine.load(host)
+        if broken == "gathers":
+            engine._fill_gathers = lambda colour: []
+        else:
+            engine._halo_moves = [[], []]
+        engine.sweeps(2.3, 11, 0, SWEEPS)
+        assert not np.array_equal(engine.spins(), spins), broken
+
+
+@pytest.fixture
+def emulated_models(monkeypatch):
+    """IsingModel on the CPU with its CUDA kernels emulated and several 'devices' allowed (NumPy slabs)."""
+    import latticelab.sim.backend as backend
+    import latticelab.sim.multidevice.devices as devices
+    xp = device_xp("emulator")
+    monkeypatch.setattr(backend, "select_backend", lambda name="auto": backend.Backend(xp, "numpy", "CPU", "test"))
+    monkeypatch.setattr(devices, "resolve_devices", lambda cls, value, b: tuple(value) if value else (0,))
+    from latticelab.sim.models.ising.model import IsingModel
+    return IsingModel
+
+
+@pytest.mark.parametrize("dim, L, p", [(2, 64, 0.1), (3, 64, 0.01)])
+def test_a_split_model_steps_measures_and_resumes_as_on_one_device(emulated_models, dim, L, p):
+    IsingModel = emulated_models
+    values = dict(dim=dim, L=L, p=p, T=2.3 if dim == 2 else 4.5, algorithm="metropolis", seed=5)
+    one, two, four = IsingModel(**values), IsingModel(**values, devices=(0, 1)), IsingModel(**values, devices=(0, 1, 2, 3))
+    assert two.devices == (0, 1) and two.xp is np
+    for model in (one, two, four):
+        model.step(3)
+    for model in (two, four):
+        np.testing.assert_array_equal(model.spins, to_numpy(one.spins))
+        np.testing.assert_array_equal(model.flipped, to_numpy(one.flipped))
+        assert model.observables() == one.observables()
+    frames = [model.advance(3) for model in (one, four)]
+    for name, values_one in frames[0].observables.items():
+        np.testing.assert_array_equal(frames[1].observables[name], values_one, err_msg=name)
+    np.testing.assert_array_equal(frames[1].changed, to_numpy(frames[0].changed))
+    state = four.get_state()
+    np.testing.assert_array_equal(state["spins"], to_numpy(one.spins))
+    assert state["streams_used"] == one.get_state()["streams_used"]
+    two.set_state(state)
+    one.step(2)
+    two.step(2)
+    np.testing.assert_array_equal(two.spins, to_numpy(one.spins))
+
+
+def test_a_split_model_refuses_cluster_updates(emulated_models):
+    IsingModel = emulated_models
+    with pytest.raises(ParameterError, match="devices: .*Metropolis only.*Wolff and Swendsen-Wang stay on one"):
+        IsingModel(dim=2, L=64, algorithm="wolff", devices=(0, 1))
+    model = IsingModel(dim=2, L=64, algorithm="metropolis", devices=(0, 1))
+    with pytest.raises(ParameterError, match="algorithm: .*Metropolis only"):
+        model.update(algorithm="2:1")
+    with pytest.raises(ParameterError, match="devices: .*L a multiple of 64"):
+        IsingModel(dim=2, L=96, algorithm="metropolis", devices=(0, 1))
+
+
+def test_the_devices_option_is_refused_where_it_cannot_apply():
+    from latticelab.sim.models import all_models
+    from latticelab.sim.multidevice.devices import parse_devices
+    models = all_models()
+    assert parse_devices("0, 1") == (0, 1) and parse_devices("all") == "all" and parse_devices(None) is None
+    for bad in ("x", "0,0", "-1", "", 1.5, True):
+        with pytest.raises(ParameterError, match="devices"):
+            parse_devices(bad)
+    for name, cls in models.items():
+        if cls.splits_across_devices:
+            with pytest.raises(ParameterError, match="devices: several devices need the CUDA backend"):
+                cls.create(backend="numpy", devices="0,1", **cls.small_example)
+        else:
+            with pytest.raises(ParameterError, match=f"devices: the {name} model .* runs on one device only"):
+                cls.create(backend="numpy", devices="0,1", **cls.small_example)
+    with pytest.raises(ParameterError, match="devices: a one-device run uses the current device"):
+        models["ising"].create(backend="numpy", devices="1", **models["ising"].small_example)
+
+
+def test_the_memory_check_counts_per_device(monkeypatch):
+    """A lattice too large for one device is refused on one and accepted on two when each half fits."""
+    import latticelab.sim.memory as memory
+    from latticelab.sim.backend import Backend
+    from latticelab.sim.models.ising.model import IsingModel
+    params = IsingModel.Params.create(gpu=True, dim=2, L=32768, algorithm="metropolis")
+    per_two = IsingModel.estimate_bytes_per_device(params, "cuda", 2)
+    whole = IsingModel.estimate_bytes(params, "cuda")
+    assert per_two < whole / 1.5
+    monkeypatch.setattr(memory, "available_bytes", lambda backend, devices=None: (per_two + whole) // 2)
+    gpu = Backend(np, "cuda", "test GPU", "test")
+    assert memory.check_fits(IsingModel, params, gpu, devices=(0, 1)) == per_two
+    with pytest.raises(ParameterError, match="L: .*L = 32768 needs about .*the largest L that fits"):
+        memory.check_fits(IsingModel, params, gpu)
+
+
+def test_the_cli_refuses_devices_for_a_model_that_does_not_split(capsys):
+    from latticelab.app.cli import main
+    assert main(["run", "cahn-hilliard", "--devices", "0,1", "--steps", "1"]) == 2
+    assert "devices: the cahn-hilliard model" in capsys.readouterr().err
+
+
+# ---- on the 2-GPU machine ----------------------------------------------------------------------------------------
+def _gpus(n: int):
+    xp = device_xp("cuda")
+    if xp.cuda.runtime.getDeviceCount() < n:
+        pytest.skip(f"needs {n} GPUs")
+    return xp
+
+
+GPU_CASES = [(2, 512, 0.0), (2, 1024, 0.01), (3, 128, 0.002), (3, 64, 0.05)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("exchanger", ["peer", "nccl"])
+@pytest.mark.parametrize("dim, L, p", GPU_CASES)
+def test_slabs_on_two_gpus_end_in_the_one_gpu_state(dim, L, p, exchanger):
+    xp = _gpus(2)
+    lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
+    host = random_spins((L,) * dim, seed=L)
+    T = 2.269 if dim == 2 else 4.5115
+    expected = _one_device(xp, lattice, host, T, 20, seed=7, first=3)
+    for devices in ((0,), (0, 1)):
+        for overlap in (True, False):
+            engine = _split(xp, devices, lattice, host, T, 20, overlap, exchanger, seed=7, first=3)
+            _assert_same(engine, expected, f"{dim}D L={L} p={p} {devices} overlap={overlap} {exchanger}")
+
+
+@pytest.mark.gpu
+def test_a_model_split_over_two_gpus_follows_the_one_gpu_trajectory():
+    _gpus(2)
+    from latticelab.sim.models.ising.model import IsingModel
+    for dim, L, p in ((2, 256, 0.01), (3, 64, 0.01)):
+        values = dict(dim=dim, L=L, p=p, T=2.5 * dim - 1, algorithm="metropolis", seed=4, backend="cuda")
+        one, two = IsingModel(**values), IsingModel(**values, devices="0,1")
+        for model in (one, two):
+            model.step(7)
+            model.step(1)
+        np.testing.assert_array_equal(two.spins, to_numpy(one.spins))
+        np.testing.assert_array_equal(two.flipped, to_numpy(one.flipped))
+        assert two.observables() == one.observables()
+        a, b = one.advance(5), two.advance(5)
+        for name in a.observables:
+            np.testing.assert_array_equal(b.observables[name], a.observables[name], err_msg=name)
+        np.testing.assert_array_equal(b.changed, to_numpy(a.changed))
