@@ -72,7 +72,8 @@ EXPORT_KINDS = {
 
 class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, model: str, parameters: ModelParams | dict | None = None,
-                 preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto"):
+                 preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto",
+                 devices=None):
         protect_singletons()
         if not share_gl_contexts():
             log.warning("the QApplication was made without Qt.AA_ShareOpenGLContexts: a dock holding a canvas "
@@ -80,7 +81,8 @@ class MainWindow(QtWidgets.QMainWindow):
         super().__init__()
         self.prefs = preferences or Preferences(None)
         self.interactive = interactive   # False: scripted runs never open dialogs
-        self.runner = Runner(model, parameters, backend=backend, samples_per_batch=PLOT_SAMPLES_PER_FRAME)
+        self.runner = Runner(model, parameters, backend=backend, samples_per_batch=PLOT_SAMPLES_PER_FRAME,
+                             devices=devices)
         if self.runner.model.backend_name == "cuda":
             # loaded here, not first by a model's build on a worker thread, where loading them blocked this
             # thread's texture writes for up to a third of a second (sim/backend.py)
@@ -525,9 +527,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """Build a ``cls`` model from ``params`` on the worker (app/preparing.py) while this one keeps running; the
         frame loop calls ``ready(look)`` (a sim.runner.FirstLook of the model) or ``failed(exception)`` when it is
         done (_poll_preparation)."""
-        backend = self.runner.backend
+        backend, devices = self.runner.backend, self.runner.devices
         # the model's first observables are taken on the worker too (sim/runner.py FirstLook): ``ready`` gets them
-        job = Job(lambda: FirstLook(preparing.build_model(cls, params, backend)), what, ready, failed,
+        job = Job(lambda: FirstLook(preparing.build_model(cls, params, backend, devices)), what, ready, failed,
                   device=current_device(self.model))
         self._hold_full_collections()        # before the worker starts allocating
         self.preparer.start(job)

@@ -232,3 +232,13 @@ def test_a_model_split_over_two_gpus_follows_the_one_gpu_trajectory():
         for name in a.observables:
             np.testing.assert_array_equal(b.observables[name], a.observables[name], err_msg=name)
         np.testing.assert_array_equal(b.changed, to_numpy(a.changed))
+
+
+def test_the_window_runner_splits_the_models_that_split_and_runs_the_others_on_one_device():
+    from latticelab.sim.models import get_model
+    from latticelab.sim.runner import Runner
+    cortex = get_model("cortex")
+    runner = Runner("cortex", cortex.small_example, backend="numpy", devices="0,1")
+    assert runner.model.name == "cortex"
+    with pytest.raises(ParameterError, match="devices: several devices need the CUDA backend"):
+        Runner("ising", get_model("ising").small_example, backend="numpy", devices="0,1")

@@ -40,6 +40,14 @@ def parse_devices(value) -> tuple[int, ...] | str | None:
     return ids
 
 
+def device_option(model_cls, devices) -> dict:
+    """The ``devices`` keyword a window's model build passes: the option for a model that splits, nothing for
+    one that does not (the window runs those on one device rather than refusing them)."""
+    if devices is None or not getattr(model_cls, "splits_across_devices", False):
+        return {}
+    return {"devices": devices}
+
+
 def device_count(backend) -> int:
     """CUDA devices visible to this process (0 off CUDA)."""
     if not backend.is_gpu:
