@@ -32,11 +32,11 @@ def _one_device(xp, lattice, host, T, n, seed=11, first=0):
     return to_numpy(spins), to_numpy(mask), engine.measure(spins)
 
 
-def _split(xp, devices, lattice, host, T, n, overlap=True, exchanger="peer", seed=11, first=0):
+def _split(xp, devices, lattice, host, T, n, overlap=True, exchanger="peer", seed=11, first=0, graphs=True):
     from latticelab.sim.models.ising.gpu.slabs import SlabMetropolis
     parts = make_parts(xp, devices)
     engine = SlabMetropolis(parts, make_exchanger(parts, exchanger), lattice.dim, lattice.L, lattice,
-                            overlap=overlap)
+                            overlap=overlap, graphs=graphs)
     engine.load(host)
     np.testing.assert_array_equal(engine.spins(), host)
     engine.sweeps(T, seed, first, n, mask="last")
@@ -208,11 +208,13 @@ def test_slabs_on_two_gpus_end_in_the_one_gpu_state(dim, L, p, exchanger):
     lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
     host = random_spins((L,) * dim, seed=L)
     T = 2.269 if dim == 2 else 4.5115
-    expected = _one_device(xp, lattice, host, T, 20, seed=7, first=3)
+    expected = _one_device(xp, lattice, host, T, 70, seed=7, first=3)
     for devices in ((0,), (0, 1)):
-        for overlap in (True, False):
-            engine = _split(xp, devices, lattice, host, T, 20, overlap, exchanger, seed=7, first=3)
-            _assert_same(engine, expected, f"{dim}D L={L} p={p} {devices} overlap={overlap} {exchanger}")
+        for overlap, graphs in ((True, True), (False, True), (True, False)):
+            engine = _split(xp, devices, lattice, host, T, 70, overlap, exchanger, seed=7, first=3, graphs=graphs)
+            assert engine._capture == (graphs and exchanger == "peer"), "the sweeps were not replayed from graphs"
+            _assert_same(engine, expected, f"{dim}D L={L} p={p} {devices} overlap={overlap} graphs={graphs} "
+                                           f"{exchanger}")
 
 
 @pytest.mark.gpu

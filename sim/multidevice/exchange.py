@@ -27,6 +27,9 @@ from typing import Any, Sequence
 import numpy as np
 
 
+MEMCPY_DEFAULT = 4          # cudaMemcpyDefault: the direction from the pointers (unified virtual addressing)
+
+
 class Part:
     """One device's share of a split run: the array module, the CUDA device id and its streams (None off CUDA).
     ``use()`` makes the device and the update stream current for the launches and allocations in its block."""
@@ -94,6 +97,12 @@ class Exchanger(abc.ABC):
             total = value if total is None else total + value
         return total
 
+    capturable = False      # whether its moves can be captured into a CUDA graph
+
+    def forget_pending(self) -> None:
+        """Drop what the next ``transfer`` would wait for (around a CUDA graph capture, whose events belong to
+        the graph; the caller orders the streams itself)."""
+
     def finish(self) -> None:
         """Wait until every move made so far has landed."""
         for part in self.parts:
@@ -118,6 +127,9 @@ class _StreamedExchanger(Exchanger):
     def __init__(self, parts: Sequence[Part]):
         super().__init__(parts)
         self._outgoing: dict[int, Any] = {}
+
+    def forget_pending(self) -> None:
+        self._outgoing = {}
 
     def transfer(self, moves: Sequence[Move]) -> None:
         if not moves:
@@ -150,10 +162,12 @@ class _StreamedExchanger(Exchanger):
 
 
 class PeerExchanger(_StreamedExchanger):
-    """CUDA peer copies (cudaMemcpyPeerAsync) on the source's copy stream; peer access is enabled between every
-    pair of parts where the driver allows it (NVLink or PCIe), otherwise the driver stages through the host."""
+    """CUDA copies between the GPUs (cudaMemcpyAsync, kind default: unified addressing finds both ends) on the
+    source's copy stream; peer access is enabled between every pair of parts where the driver allows it (NVLink
+    or PCIe), otherwise the driver stages through the host. The copies can be captured into CUDA graphs."""
 
     name = "peer"
+    capturable = True
 
     def __init__(self, parts: Sequence[Part]):
         super().__init__(parts)
@@ -169,10 +183,10 @@ class PeerExchanger(_StreamedExchanger):
 
     def _send(self, moves: Sequence[Move]) -> None:
         for move in moves:
-            src, dst = self.parts[move.src_part], self.parts[move.dst_part]
+            src = self.parts[move.src_part]
             with src.xp.cuda.Device(src.device):
-                src.xp.cuda.runtime.memcpyPeerAsync(move.dst.data.ptr, dst.device, move.src.data.ptr, src.device,
-                                                    move.src.nbytes, src.copy_stream.ptr)
+                src.xp.cuda.runtime.memcpyAsync(move.dst.data.ptr, move.src.data.ptr, move.src.nbytes,
+                                                MEMCPY_DEFAULT, src.copy_stream.ptr)
 
 
 class NcclExchanger(_StreamedExchanger):

@@ -34,6 +34,7 @@ from latticelab.sim.multidevice.exchange import Exchanger, Move, Part
 from latticelab.sim.multidevice.slabs import Slab, split_slow_axis
 
 HALO = 1                     # slow indices of halo on each side: the lattice's nearest neighbours
+LARGEST_GRAPH = 64          # sweeps in the largest captured multi-device graph
 CHUNK_SITES = 1 << 22        # sites packed, unpacked or measured per array operation (bounds the temporaries)
 _MASK32 = 0xFFFFFFFF
 
@@ -164,10 +165,12 @@ class SlabMetropolis:
 
     ``lattice``: the rewired lattice (square, side L), or None for a plain periodic lattice of ``rows`` slow
     indices by L (the benchmark's weak scaling: the same L^dim per device). ``overlap``: update the borders
-    first and the interior while the halos travel (False: one launch per half-sweep, then the moves)."""
+    first and the interior while the halos travel (False: one launch per half-sweep, then the moves).
+    ``graphs``: replay plain sweeps from captured CUDA graphs where the exchanger allows it."""
 
     def __init__(self, parts: list[Part], exchanger: Exchanger, dim: int, L: int,
-                 lattice: RewiredLattice | None = None, rows: int | None = None, overlap: bool = True):
+                 lattice: RewiredLattice | None = None, rows: int | None = None, overlap: bool = True,
+                 graphs: bool = True):
         if L % 64:
             raise ValueError(f"the packed sweeps need L a multiple of 64; got {L}")
         self.parts, self.exchanger, self.dim, self.L = list(parts), exchanger, dim, L
@@ -186,8 +189,11 @@ class SlabMetropolis:
         self._bx = min(W, 32)
         self._by = whole_warp_rows(self._bx, L)
         xp = parts[0].xp
-        names = (f"metropolis_multispin<{dim}>",)
-        self._sweep = get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", names[0], names)
+        names = (f"metropolis_multispin<{dim}>", "multispin_set_base", "multispin_advance_base")
+        kernel = lambda name: get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, names)
+        self._sweep, self._set_base, self._advance_base = (kernel(name) for name in names)
+        self._graphs: dict[int, object] = {}
+        self._capture = graphs and all(p.cuda for p in self.parts) and exchanger.capturable
         self.states: list[_PartState] = []
         remotes = []
         for part, slab in zip(self.parts, self.layout.slabs):
@@ -436,7 +442,22 @@ class SlabMetropolis:
         rng.next_keys(n). ``mask``: "last" -- the last sweep writes its flips (``flip_mask``); "union" -- every
         sweep ORs its flips into the flip words (after ``clear_flips``: the union of a frame's); None: neither.
         ``measure``: the kernels add each part's lattice bonds, spin sum and flips of these sweeps to its totals
-        (``measured_totals``; one sweep at a time for per-sweep values)."""
+        (``measured_totals``; one sweep at a time for per-sweep values). Plain sweeps on CUDA run from captured
+        graphs (``_replay``); the others launch directly."""
+        n = int(n)
+        if mask == "last" and n > 1:
+            self.sweeps(T, seed, first_stream, n - 1)
+            first_stream, n = first_stream + n - 1, 1
+        if self._capture and mask is None and not measure and n >= 2:
+            self._set_temperature(T)
+            if self._replay(seed, first_stream, n):
+                return
+        self._launch_sweeps(T, seed, first_stream, n, mask, measure)
+
+    def _launch_sweeps(self, T: float, seed: int, first_stream: int, n: int, mask: str | None = None,
+                       measure: bool = False) -> None:
+        """The launches and moves of n sweeps, sweep i with stream argument first_stream + i (added to the
+        parameter blocks' stream base: 0 outside a replay)."""
         self._set_temperature(T)
         seed64 = np.uint64(seed)
         if measure:
@@ -466,6 +487,102 @@ class SlabMetropolis:
                         with state.part.use():
                             self._launch(state, "owned", flags, seed64, stream)
                     self._refresh(colour)
+
+    # ---- captured sweeps ---------------------------------------------------------------------------------------
+    # The host's cost of a sweep's launches and moves (a dozen CUDA calls per part and half-sweep, from Python)
+    # exceeds a small slab's device time: strong scaling was launch-bound. So K sweeps (K a power of two up to
+    # LARGEST_GRAPH) are captured once into one CUDA graph spanning every GPU -- each part's launches on its
+    # streams, the moves between them, their events as the graph's edges -- with stream arguments 0 .. K-1
+    # relative to the parameter blocks' stream base, which the graph's last nodes advance by K (as FrameReplay
+    # does on one device). A run of n sweeps sets the base, replays the graphs of n's binary digits on the first
+    # part's update stream, and puts the base back to 0.
+    def _blocks(self):
+        for state in self.states:
+            for params, *_ in state.blocks.values():
+                yield state, params
+
+    def _set_bases(self, stream_base: int) -> None:
+        for state, params in self._blocks():
+            with state.part.use():
+                self._set_base((1,), (1,), (params, np.uint64(stream_base), np.int32(0)))
+
+    def _sizes(self, n: int) -> list[int]:
+        """The graph sizes a run of n sweeps replays, largest first."""
+        sizes, k = [], LARGEST_GRAPH
+        while n:
+            if n >= k:
+                sizes.append(k)
+                n -= k
+            else:
+                k >>= 1
+        return sizes
+
+    def _replay(self, seed: int, first_stream: int, n: int) -> bool:
+        """Run n plain sweeps from captured graphs; False (nothing run) when capture failed: then never again."""
+        sizes = self._sizes(n)
+        for k in set(sizes):
+            if (k, seed) not in self._graphs:
+                graph = self._captured(k, seed)
+                if graph is None:
+                    self._capture = False
+                    return False
+                self._graphs[(k, seed)] = graph
+        origin = self.states[0].part
+        self._set_bases(first_stream)
+        self._join(origin)
+        with origin.xp.cuda.Device(origin.device):
+            for k in sizes:
+                self._graphs[(k, seed)].launch(origin.stream)
+        self._fork(origin)
+        self._set_bases(0)
+        return True
+
+    def _join(self, origin: Part) -> None:
+        """The origin's update stream waits for all work queued on every part's streams."""
+        for state in self.states:
+            part = state.part
+            for stream in (part.stream, part.copy_stream):
+                if stream is not origin.stream:
+                    event = part.event(stream)
+                    with origin.xp.cuda.Device(origin.device):
+                        origin.stream.wait_event(event)
+
+    def _fork(self, origin: Part) -> None:
+        """Every part's streams wait for the work queued so far on the origin's update stream."""
+        event = origin.event(origin.stream)
+        for state in self.states:
+            part = state.part
+            with part.xp.cuda.Device(part.device):
+                for stream in (part.stream, part.copy_stream):
+                    if stream is not origin.stream:
+                        stream.wait_event(event)
+
+    def _captured(self, k: int, seed: int):
+        """A CUDA graph of k sweeps (stream arguments 0 .. k-1) and the stream bases' advance by k, or None when
+        the driver refuses the capture (the direct launches give the same result, only with more host work)."""
+        origin = self.states[0].part
+        self.synchronize()
+        self.exchanger.forget_pending()
+        try:
+            with origin.xp.cuda.Device(origin.device):
+                origin.stream.begin_capture()
+            try:
+                self._fork(origin)
+                self._launch_sweeps(self._T, seed, 0, k)
+                for state, params in self._blocks():
+                    with state.part.use():
+                        self._advance_base((1,), (1,), (params, np.int32(k)))
+                self._join(origin)
+            finally:
+                with origin.xp.cuda.Device(origin.device):
+                    graph = origin.stream.end_capture()
+                self.exchanger.forget_pending()
+            return graph
+        except Exception as exc:
+            import logging
+            logging.getLogger(__name__).warning("multi-device CUDA graph capture failed (%s: %s); launching "
+                                                "directly", type(exc).__name__, exc)
+            return None
 
     def synchronize(self) -> None:
         self.exchanger.finish()
