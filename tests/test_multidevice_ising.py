@@ -62,41 +62,50 @@ def test_slabs_cut_the_slow_axis_evenly_and_refuse_thin_ones():
         split_slow_axis(6, 4, 1)
 
 
-EMULATOR_CASES = [(2, 64, 0.0), (2, 128, 0.05), (3, 64, 0.01)]
+EMULATOR_CASES = [(2, 64, 0.0, SWEEPS), (2, 64, 0.0, 10), (2, 128, 0.05, SWEEPS), (3, 64, 0.01, SWEEPS)]
 
 
-@pytest.mark.parametrize("dim, L, p", EMULATOR_CASES)
-def test_slabs_on_the_cpu_end_in_the_one_device_state(dim, L, p):
+@pytest.mark.parametrize("dim, L, p, sweeps", EMULATOR_CASES)
+def test_slabs_on_the_cpu_end_in_the_one_device_state(dim, L, p, sweeps):
     """1, 2 and 4 NumPy slabs (the kernels emulated), borders first or all at once: the same spins, last flips
-    and observables as one device, rewired neighbours on other slabs included."""
+    and observables as one device, rewired neighbours on other slabs included. Without rewiring, 2D slabs keep
+    deep halos: 10 sweeps run 8 in periods (halos moved every 8 half-sweeps), then 2 plane by plane."""
     xp = device_xp("emulator")
     lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
     host = random_spins((L,) * dim, seed=L)
     T = 2.3 if dim == 2 else 4.5
-    expected = _one_device(xp, lattice, host, T, SWEEPS)
+    expected = _one_device(xp, lattice, host, T, sweeps)
     for devices in ((0,), (0, 1), (0, 1, 2, 3)):
         for overlap in (True, False):
-            engine = _split(xp, devices, lattice, host, T, SWEEPS, overlap=overlap)
+            engine = _split(xp, devices, lattice, host, T, sweeps, overlap=overlap)
+            assert engine.depth == (8 if dim == 2 and p == 0 else 1)
             _assert_same(engine, expected, f"{dim}D L={L} p={p} {len(devices)} parts overlap={overlap}")
 
 
 def test_the_gathered_rewired_neighbours_and_the_halos_are_what_makes_them_equal():
-    """Leaving out the gathered list, or the halo moves, changes the result: the test above can fail."""
+    """Leaving out the gathered list, the halo moves or the deep halos' moves changes the result: the test
+    above can fail."""
     xp = device_xp("emulator")
     lattice = build_lattice(2, 128, 0.05, "all", np.random.default_rng(3))
     host = random_spins((128, 128), seed=1)
-    spins, _mask, _measured = _one_device(xp, lattice, host, 2.3, SWEEPS)
+    spins, _mask, _measured = _one_device(xp, lattice, host, 2.3, 8)
     from latticelab.sim.models.ising.gpu.slabs import SlabMetropolis
     parts = make_parts(xp, (0, 1))
-    for broken in ("gathers", "halos"):
+    for broken in ("gathers", "halos", "deep halos"):
+        if broken == "deep halos":       # a lattice without rewiring: 2D slabs with deep halos
+            lattice = build_lattice(2, 128, 0.0, "all", np.random.default_rng(3))
+            spins, _mask, _measured = _one_device(xp, lattice, host, 2.3, 8)
         engine = SlabMetropolis(parts, make_exchanger(parts), 2, 128, lattice)
-        assert any(len(m) for m in engine._gather_moves)
         engine.load(host)
         if broken == "gathers":
+            assert any(len(m) for m in engine._gather_moves)
             engine._fill_gathers = lambda colour: []
-        else:
+        elif broken == "halos":
             engine._halo_moves = [[], []]
-        engine.sweeps(2.3, 11, 0, SWEEPS)
+        else:
+            assert engine.depth == 8
+            engine._deep_moves = []
+        engine.sweeps(2.3, 11, 0, 8)
         assert not np.array_equal(engine.spins(), spins), broken
 
 

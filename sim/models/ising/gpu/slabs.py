@@ -33,7 +33,7 @@ from latticelab.sim.models.ising.lattice import RewiredLattice, lattice_edge_end
 from latticelab.sim.multidevice.exchange import Exchanger, Move, Part
 from latticelab.sim.multidevice.slabs import Slab, split_slow_axis
 
-HALO = 1                     # slow indices of halo on each side: the lattice's nearest neighbours
+DEEP_HALO = 8                # halo depth of a 2D lattice without rewired sites (see _replay); others: 1
 LARGEST_GRAPH = 64          # sweeps in the largest captured multi-device graph
 CHUNK_SITES = 1 << 22        # sites packed, unpacked or measured per array operation (bounds the temporaries)
 _MASK32 = 0xFFFFFFFF
@@ -64,11 +64,11 @@ class _Geometry:
         return 2 * self.rows * (self.L // 64)
 
     def local_slow(self, g: np.ndarray) -> np.ndarray:
-        """Local slow index of global slow indices g: owned, a halo, or -1 (on another part only)."""
+        """Local slow index of global slow indices g: owned, the innermost halos, or -1 (another part's)."""
         s = self.slab
         return np.where((g >= s.start) & (g < s.stop), g - s.offset,
-                        np.where(g == (s.start - 1) % self.total, 0,
-                                 np.where(g == s.stop % self.total, s.extent - 1, -1)))
+                        np.where(g == (s.start - 1) % self.total, s.halo - 1,
+                                 np.where(g == s.stop % self.total, s.halo + s.size, -1)))
 
     def positions(self, sites: np.ndarray) -> np.ndarray:
         """Local packed bit positions of global C-order site numbers (-1 where the site is not held here)."""
@@ -166,17 +166,24 @@ class SlabMetropolis:
     ``lattice``: the rewired lattice (square, side L), or None for a plain periodic lattice of ``rows`` slow
     indices by L (the benchmark's weak scaling: the same L^dim per device). ``overlap``: update the borders
     first and the interior while the halos travel (False: one launch per half-sweep, then the moves).
-    ``graphs``: replay plain sweeps from captured CUDA graphs where the exchanger allows it."""
+    ``graphs``: replay plain sweeps from captured CUDA graphs where the exchanger allows it. ``depth``: halo
+    planes on each side (default DEEP_HALO for a 2D lattice without rewired sites, else 1; see _replay)."""
 
     def __init__(self, parts: list[Part], exchanger: Exchanger, dim: int, L: int,
                  lattice: RewiredLattice | None = None, rows: int | None = None, overlap: bool = True,
-                 graphs: bool = True):
+                 graphs: bool = True, depth: int | None = None):
         if L % 64:
             raise ValueError(f"the packed sweeps need L a multiple of 64; got {L}")
         self.parts, self.exchanger, self.dim, self.L = list(parts), exchanger, dim, L
         self.lattice = lattice
         self.total = int(rows) if rows is not None else L
-        self.layout = split_slow_axis(self.total, len(parts), HALO)
+        rewired = lattice is not None and lattice.modified_sites.size > 0
+        if depth is None:
+            depth = DEEP_HALO if dim == 2 and not rewired and self.total // len(parts) >= 2 * DEEP_HALO else 1
+        if depth > 1 and (rewired or depth % 2):
+            raise ValueError(f"deep halos need an even depth and a lattice without rewired sites; got {depth}")
+        self.depth = int(depth)
+        self.layout = split_slow_axis(self.total, len(parts), self.depth)
         self.overlap = overlap
         self.n_sites = self.total * L ** (dim - 1)
         self.max_k = max(lattice.max_degree, 2 * dim) if lattice is not None else 2 * dim
@@ -215,23 +222,27 @@ class SlabMetropolis:
             self._make_blocks(state)
 
     # ---- plans made once ---------------------------------------------------------------------------------------
-    def _plane_view(self, state: _PartState, colour: int, j: int):
+    def _planes(self, state: _PartState, colour: int, j0: int, j1: int):
+        """The colour's words of local slow indices j0 .. j1 - 1 (contiguous)."""
         g = state.geometry
-        return state.packed.reshape(2, g.slab.extent, g.plane_rows * (self.L // 64))[colour, j]
+        return state.packed.reshape(2, g.slab.extent, g.plane_rows * (self.L // 64))[colour, j0:j1]
 
     def _plan_halos(self) -> None:
-        """Per colour: the moves that fill every part's two halos from its neighbours' borders."""
-        n = len(self.states)
-        self._halo_moves = []
+        """Per colour: the moves that fill every part's innermost halo planes from its neighbours' border planes
+        (``_halo_moves``); for both colours together, those that fill all ``depth`` halo planes on each side
+        (``_deep_moves``)."""
+        n, h = len(self.states), self.depth
+        self._halo_moves, self._deep_moves = [], []
         for colour in (0, 1):
             moves = []
             for i, state in enumerate(self.states):
                 below, above = self.states[(i - 1) % n], self.states[(i + 1) % n]
-                slab = state.geometry.slab
-                moves.append(Move(i, self._plane_view(state, colour, slab.lower_halo[0]),
-                                  (i - 1) % n, self._plane_view(below, colour, below.geometry.slab.upper_border[0])))
-                moves.append(Move(i, self._plane_view(state, colour, slab.upper_halo[0]),
-                                  (i + 1) % n, self._plane_view(above, colour, above.geometry.slab.lower_border[0])))
+                size, below_size = state.geometry.slab.size, below.geometry.slab.size
+                for depth, moves_of in ((1, moves), (h, self._deep_moves)):
+                    moves_of.append(Move(i, self._planes(state, colour, h - depth, h), (i - 1) % n,
+                                         self._planes(below, colour, below_size + h - depth, below_size + h)))
+                    moves_of.append(Move(i, self._planes(state, colour, size + h, size + h + depth), (i + 1) % n,
+                                         self._planes(above, colour, h, h + depth)))
             self._halo_moves.append(moves)
 
     def _plan_gathers(self, remotes) -> None:
@@ -278,9 +289,14 @@ class SlabMetropolis:
 
     def _make_blocks(self, state: _PartState) -> None:
         """The kernel's parameter blocks of this part, one per range of slow indices a launch updates."""
-        slab = state.geometry.slab
-        ranges = {"owned": slab.owned, "lower": slab.lower_border, "upper": slab.upper_border,
-                  "interior": slab.interior}
+        slab, h = state.geometry.slab, self.depth
+        first, end = slab.owned
+        ranges = {"owned": (first, end), "lower": (first, first + 1), "upper": (end - 1, end),
+                  "interior": (first + 1, end - 1)}
+        # a deep halo's period (see _replay): half-sweep t updates every plane whose neighbours are still
+        # current, the halos shrinking by one plane a half-sweep down to the owned ones at t = depth - 1
+        ranges.update({f"deep{t}": (t + 1, slab.extent - t - 1) for t in range(h - 1)})
+        ranges[f"deep{h - 1}"] = (first, end)
         W = self.L // 64
         for name, (first, end) in ranges.items():
             count = end - first
@@ -305,7 +321,8 @@ class SlabMetropolis:
                 for params, _grid, _block, (first, end) in state.blocks.values():
                     pointers = [_address(x) for x in (state.flips, a["table"], a["words"], a["rank"], a["offsets"],
                                                       a["neighbours"], a["totals"])]
-                    words = pointers + [int(t2) | int(t4) << 32, int(t6) | state.has_modified << 32, 0, 0,
+                    words = pointers + [int(t2) | int(t4) << 32, int(t6) | state.has_modified << 32, 0,
+                                        self.total << 32,
                                         _address(a["remote"]),
                                         slab.extent | (slab.offset & _MASK32) << 32, first | end << 32]
                     block = np.array(words, dtype=np.uint64)
@@ -448,11 +465,17 @@ class SlabMetropolis:
         if mask == "last" and n > 1:
             self.sweeps(T, seed, first_stream, n - 1)
             first_stream, n = first_stream + n - 1, 1
-        if self._capture and mask is None and not measure and n >= 2:
+        if mask is None and not measure and n >= 2:
             self._set_temperature(T)
-            if self._replay(seed, first_stream, n):
+            if self._capture and self._replay(seed, first_stream, n):
                 return
-        self._launch_sweeps(T, seed, first_stream, n, mask, measure)
+            periods = n - n % max(1, self.depth // 2) if self.depth > 1 else 0
+            if periods:
+                self.exchanger.transfer(self._deep_moves)
+                self._launch_periods(seed, first_stream, periods)
+                first_stream, n = first_stream + periods, n - periods
+        if n:
+            self._launch_sweeps(T, seed, first_stream, n, mask, measure)
 
     def _launch_sweeps(self, T: float, seed: int, first_stream: int, n: int, mask: str | None = None,
                        measure: bool = False) -> None:
@@ -529,6 +552,8 @@ class SlabMetropolis:
                 self._graphs[(k, seed)] = graph
         origin = self.states[0].part
         self._set_bases(first_stream)
+        if self.depth > 1:
+            self.exchanger.transfer(self._deep_moves)      # every halo plane current: a period's precondition
         self._join(origin)
         with origin.xp.cuda.Device(origin.device):
             for k in sizes:
@@ -557,6 +582,21 @@ class SlabMetropolis:
                     if stream is not origin.stream:
                         stream.wait_event(event)
 
+    def _launch_periods(self, seed: int, first_stream: int, k: int) -> None:
+        """k sweeps (stream arguments first_stream .. + k-1) in periods of ``depth`` half-sweeps: each part updates its owned
+        planes and as much of its halos as is still current, exactly as their owners do (the numbers are keyed
+        by global site and sweep), and only at a period's end are all halo planes moved. One exchange every
+        ``depth`` half-sweeps instead of every one: the GPUs wait for each other that much less often."""
+        seed64 = np.uint64(seed)
+        for i in range(k):
+            for colour in (0, 1):
+                t = (2 * i + colour) % self.depth
+                for state in self.states:
+                    with state.part.use():
+                        self._launch(state, f"deep{t}", colour, seed64, np.uint64(first_stream + i))
+                if t == self.depth - 1:
+                    self.exchanger.transfer(self._deep_moves)
+
     def _captured(self, k: int, seed: int):
         """A CUDA graph of k sweeps (stream arguments 0 .. k-1) and the stream bases' advance by k, or None when
         the driver refuses the capture (the direct launches give the same result, only with more host work)."""
@@ -568,7 +608,10 @@ class SlabMetropolis:
                 origin.stream.begin_capture()
             try:
                 self._fork(origin)
-                self._launch_sweeps(self._T, seed, 0, k)
+                if self.depth > 1 and 2 * k % self.depth == 0:
+                    self._launch_periods(seed, 0, k)
+                else:
+                    self._launch_sweeps(self._T, seed, 0, k)
                 for state, params in self._blocks():
                     with state.part.use():
                         self._advance_base((1,), (1,), (params, np.int32(k)))
@@ -644,6 +687,6 @@ def device_bytes_per_part(dim: int, L: int, parts: int, rewired_entries: float =
     """Bytes on each device: the packed slab and flip words (two bits per site with halos), the unpacking and
     measuring temporaries (CHUNK_SITES sites at 12 bytes), the modified sites' arrays (about 8 bytes per
     adjacency entry and per packed word of bits and ranks)."""
-    slab = -(-L // parts) + 2 * HALO
+    slab = -(-L // parts) + 2 * DEEP_HALO
     sites = slab * L ** (dim - 1)
     return int(2 * sites // 8 + sites // 4 + 12 * CHUNK_SITES + 8 * rewired_entries / parts)

@@ -102,14 +102,16 @@ struct MultispinParams {
     // captured launches serve every frame (a graph's arguments are fixed at capture).
     unsigned long long stream_base;
     int slot_base;
-    int unused;
+    int slab_total;        // a slab's whole lattice: the global length of the slow axis (below)
     // A slab of a lattice split along its slowest axis (y in 2D, z in 3D) over several devices
-    // (sim/models/ising/slabs.py). All zero for a whole periodic lattice: then a launch covers every row.
+    // (sim/models/ising/gpu/slabs.py). All zero for a whole periodic lattice: then a launch covers every row.
     // With slab_extent > 0 the packed array holds slab_extent slow indices (the slab and its halos), local index j
     // being global index j + slab_offset (mod L): rows are numbered locally, while the colours' offsets, the
     // random numbers and the modified sites' numbers use global coordinates, so each site draws and decides as
-    // on one device. The launch updates local slow indices first .. end - 1 (never a halo: no wrap is needed),
-    // and a modified site's neighbour entry j < 0 is not a local bit position but entry -1 - j of ``remote``:
+    // on one device. The launch updates local slow indices first .. end - 1 (1 .. slab_extent - 2 at most: no
+    // wrap is needed; deep halos are updated too, as their owner does, between two exchanges: their global index
+    // wraps modulo slab_total), and a modified site's neighbour entry j < 0 is not a local bit position but entry
+    // -1 - j of ``remote``:
     // that neighbour's bit, gathered from the device owning it before the half-sweep.
     const unsigned int* remote;
     int slab_extent, slab_offset;
@@ -168,7 +170,10 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         const int rows = DIM == 3 ? extent * L : extent;
         const int r = z * L + y;
         const int offset = slab ? params->slab_offset : 0;
-        const int global_r = r + offset * (DIM == 3 ? L : 1);   // the row's number on the whole lattice
+        int slow = (DIM == 3 ? z : y) + offset;                  // the global slow index (a halo's wraps)
+        if (slab && slow < 0) slow += params->slab_total;
+        if (slab && slow >= params->slab_total) slow -= params->slab_total;
+        const int global_r = DIM == 3 ? slow * L + y : slow;     // the row's number on the whole lattice
         const int o = (colour + y + z + offset) & 1;
         const int own = (colour * rows + r) * W + w;
         const unsigned int* other = packed + (1 - colour) * rows * W;
