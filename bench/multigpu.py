@@ -6,8 +6,9 @@ Cases (issue 38; the 4-GPU twins run where four GPUs are present):
   columns (32768^2 sites per GPU, p = 0, T = 2.269), packed Metropolis sweeps in slabs (sim/models/ising/gpu/
   slabs.py); flips_per_ns over all GPUs; baseline: the same slab code on one GPU with 32768^2, ratio = speed-up.
   The details add CudaEngine's own packed sweeps on one GPU (the unsplit path) and the split run's variants:
-  sweeps replayed from multi-GPU CUDA graphs with peer copies (``split``; the default), the borders-first
-  overlap switched off, direct launches without graphs, and NCCL's send/receive (direct launches).
+  ``split`` (the default: 8-row deep halos moved every 8 half-sweeps, sweeps replayed from multi-GPU CUDA
+  graphs, peer copies), ``split_halo1`` (one halo row moved every half-sweep, borders first), the same without
+  the overlap, direct launches without graphs, and NCCL's send/receive (direct launches).
 - ``multigpu-metropolis-2d-L16384-total-<n>gpu``: strong scaling -- one 16384^2 lattice over n GPUs against 1.
 
 The Cahn-Hilliard and cortex cases of the issue are not measured: those models do not split yet (docs/
@@ -41,12 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser, "multigpu-<device>.json")
 
 
-def _engine(cp, devices, L: int, rows: int, exchanger: str, overlap: bool, graphs: bool):
+def _engine(cp, devices, L: int, rows: int, exchanger: str, overlap: bool, graphs: bool, depth: int | None):
     from latticelab.sim.models.ising.gpu.slabs import SlabMetropolis
     from latticelab.sim.multidevice.exchange import make_exchanger, make_parts
     parts = make_parts(cp, devices)
     engine = SlabMetropolis(parts, make_exchanger(parts, exchanger), 2, L, None, rows=rows, overlap=overlap,
-                            graphs=graphs)
+                            graphs=graphs, depth=depth)
     engine.load_random(seed=1)
     return engine
 
@@ -107,14 +108,16 @@ def run_case(cp, name: str, spec: dict, n: int, args) -> dict:
     rows = L * n if spec["per_gpu"] else L
     measured = {}
     split = tuple(range(n))
-    for label, devices, exchanger, overlap, graphs in (("one_gpu", (0,), "peer", True, True),
-                                                       ("split", split, "peer", True, True),
-                                                       ("split_no_overlap", split, "peer", False, True),
-                                                       ("split_direct", split, "peer", True, False),
-                                                       ("split_nccl", split, "nccl", True, False)):
-        engine = _engine(cp, devices, L, L if label == "one_gpu" else rows, exchanger, overlap, graphs)
+    for label, devices, exchanger, overlap, graphs, depth in (("one_gpu", (0,), "peer", True, True, None),
+                                                              ("split", split, "peer", True, True, None),
+                                                              ("split_halo1", split, "peer", True, True, 1),
+                                                              ("split_halo1_no_overlap", split, "peer", False, True, 1),
+                                                              ("split_direct", split, "peer", True, False, 1),
+                                                              ("split_nccl", split, "nccl", True, False, 1)):
+        engine = _engine(cp, devices, L, L if label == "one_gpu" else rows, exchanger, overlap, graphs, depth)
         measured[label] = _sweep_rate(engine, engine.n_sites, args.sweeps, args.repeats)
         measured[label]["graphs"] = bool(engine._capture)      # False also where the capture was refused
+        measured[label]["halo_depth"] = engine.depth
         print(f"  {name}-{n}gpu {label}: {measured[label]['flips_per_ns']:.1f} flips/ns "
               f"(host enqueue {100 * measured[label]['enqueue_fraction']:.0f}% of wall)", flush=True)
         _free(cp, engine)
