@@ -3,11 +3,12 @@
 A *part* is one device's share of the run (``Part``: its array module, device id and two streams on CUDA: one
 for the updates, one for the copies). An ``Exchanger`` gives the parts two operations:
 
-- ``transfer(moves)``: each ``Move`` copies one part's contiguous array into another part's array of the same
-  size. A move starts after the work queued so far on the source's update stream and lands before the work
-  queued next on the destination's update stream; the source's update stream can go on meanwhile (the slab's
-  interior is updated while its borders travel). A source array must not be written by its part's next
-  ``transfer`` call's preceding work before the move is done: ``transfer`` orders that itself.
+- ``transfer(moves, overlap)``: each ``Move`` copies one part's contiguous array into another part's array of
+  the same size. A move starts after the work queued so far on the source's and the destination's update
+  streams and lands before the work queued next on the destination's update stream. With ``overlap`` the
+  source's update stream goes on meanwhile (the slab's interior is updated while its borders travel): the
+  caller must not write a source before its next ``transfer`` call, which waits for the moves; without it the
+  source's next work waits for them.
 - ``sum_in_order(values)``: one number per part, summed on the host in part order: a global sum whose result
   does not depend on how the lattice was cut (integers exactly; floats reduced in a fixed order).
 
@@ -86,7 +87,7 @@ class Exchanger(abc.ABC):
         self.parts = list(parts)
 
     @abc.abstractmethod
-    def transfer(self, moves: Sequence[Move]) -> None:
+    def transfer(self, moves: Sequence[Move], overlap: bool = True) -> None:
         """Copy each move's source into its destination, ordered as the module docstring says."""
 
     def sum_in_order(self, values: Sequence) -> Any:
@@ -114,7 +115,7 @@ class LocalExchanger(Exchanger):
 
     name = "local"
 
-    def transfer(self, moves: Sequence[Move]) -> None:
+    def transfer(self, moves: Sequence[Move], overlap: bool = True) -> None:
         for move in moves:
             move.dst.reshape(-1).view(np.uint8)[...] = move.src.reshape(-1).view(np.uint8)
 
@@ -131,7 +132,7 @@ class _StreamedExchanger(Exchanger):
     def forget_pending(self) -> None:
         self._outgoing = {}
 
-    def transfer(self, moves: Sequence[Move]) -> None:
+    def transfer(self, moves: Sequence[Move], overlap: bool = True) -> None:
         if not moves:
             return
         for index, event in self._outgoing.items():
@@ -140,11 +141,15 @@ class _StreamedExchanger(Exchanger):
                 part.stream.wait_event(event)
         self._outgoing = {}
         sources = sorted({m.src_part for m in moves} | {m.dst_part for m in moves})
+        ready = {index: self.parts[index].event(self.parts[index].stream) for index in sources}
         for index in sources:
             part = self.parts[index]
-            ready = part.event(part.stream)
             with part.xp.cuda.Device(part.device):
-                part.copy_stream.wait_event(ready)
+                part.copy_stream.wait_event(ready[index])
+                # a copy into another part also waits until that part no longer reads what it replaces
+                for move in moves:
+                    if move.src_part == index and move.dst_part != index:
+                        part.copy_stream.wait_event(ready[move.dst_part])
         self._send(moves)
         for index in sources:
             part = self.parts[index]
@@ -155,6 +160,11 @@ class _StreamedExchanger(Exchanger):
                 dst.stream.wait_event(self._outgoing[move.src_part])
                 if move.dst_part in self._outgoing:
                     dst.stream.wait_event(self._outgoing[move.dst_part])
+        if not overlap:
+            for index in {m.src_part for m in moves}:
+                part = self.parts[index]
+                with part.xp.cuda.Device(part.device):
+                    part.stream.wait_event(self._outgoing[index])
 
     @abc.abstractmethod
     def _send(self, moves: Sequence[Move]) -> None:

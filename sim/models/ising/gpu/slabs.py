@@ -471,7 +471,7 @@ class SlabMetropolis:
                 return
             periods = n - n % max(1, self.depth // 2) if self.depth > 1 else 0
             if periods:
-                self.exchanger.transfer(self._deep_moves)
+                self.exchanger.transfer(self._deep_moves, overlap=False)
                 self._launch_periods(seed, first_stream, periods)
                 first_stream, n = first_stream + periods, n - periods
         if n:
@@ -553,7 +553,8 @@ class SlabMetropolis:
         origin = self.states[0].part
         self._set_bases(first_stream)
         if self.depth > 1:
-            self.exchanger.transfer(self._deep_moves)      # every halo plane current: a period's precondition
+            # every halo plane current: a period's precondition
+            self.exchanger.transfer(self._deep_moves, overlap=False)
         self._join(origin)
         with origin.xp.cuda.Device(origin.device):
             for k in sizes:
@@ -595,7 +596,7 @@ class SlabMetropolis:
                     with state.part.use():
                         self._launch(state, f"deep{t}", colour, seed64, np.uint64(first_stream + i))
                 if t == self.depth - 1:
-                    self.exchanger.transfer(self._deep_moves)
+                    self.exchanger.transfer(self._deep_moves, overlap=False)
 
     def _captured(self, k: int, seed: int):
         """A CUDA graph of k sweeps (stream arguments 0 .. k-1) and the stream bases' advance by k, or None when
