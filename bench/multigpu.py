@@ -10,9 +10,12 @@ Cases (issue 38; the 4-GPU twins run where four GPUs are present):
   graphs, peer copies), ``split_halo1`` (one halo row moved every half-sweep, borders first), the same without
   the overlap, direct launches without graphs, and NCCL's send/receive (direct launches).
 - ``multigpu-metropolis-2d-L16384-total-<n>gpu``: strong scaling -- one 16384^2 lattice over n GPUs against 1.
+- ``multigpu-ch-fd-2d-L16384-total-<n>gpu``, ``multigpu-ch-fd-3d-L512-total-<n>gpu``: Cahn-Hilliard RK2
+  finite-difference steps (float64) of one field in slabs (sim/models/cahn_hilliard/slabs.py); steps_per_s,
+  ratio against the same slab code on one GPU; the details add the model's own one-GPU stepper.
 
-The Cahn-Hilliard and cortex cases of the issue are not measured: those models do not split yet (docs/
-multigpu.md). A device lacking for a case is said, and the case left out.
+The cortex case of the issue is not measured: the cortex does not split yet (docs/multigpu.md). A device
+lacking for a case is said, and the case left out.
 """
 from __future__ import annotations
 
@@ -25,6 +28,11 @@ import numpy as np
 
 from latticelab.bench.common import add_output_arguments, finish
 
+CH_CASES = {
+    "multigpu-ch-fd-2d-L16384-total": {"alias": "ch2d", "dim": 2, "L": 16384, "ratio_targets": {2: 1.85}},
+    "multigpu-ch-fd-3d-L512-total": {"alias": "ch3d", "dim": 3, "L": 512, "ratio_targets": {2: 1.8}},
+}
+CH_ARGS = (0.005, 1.0, 1.0, 1.0, 1.0, 1.0)      # dt, m, b, u, K, dx
 CASES = {
     "multigpu-metropolis-2d-L32768-per-gpu": {"alias": "weak", "L": 32768, "per_gpu": True, "targets": {2: 1900.0, 4: 3700.0},
                                               "ratio_targets": {2: 1.9}},
@@ -35,7 +43,8 @@ T_CRITICAL = 2.269
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cases", default="all", help="comma-separated case prefixes or aliases (weak, strong)")
+    parser.add_argument("--cases", default="all",
+                        help="comma-separated case prefixes or aliases (weak, strong, ch2d, ch3d)")
     parser.add_argument("--sweeps", type=int, default=200, help="sweeps per timed repetition")
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions (median reported)")
     parser.add_argument("--small", action="store_true", help="lattices 16x smaller per side (a smoke run)")
@@ -145,6 +154,69 @@ def run_case(cp, name: str, spec: dict, n: int, args) -> dict:
     return case
 
 
+def _ch_rate(cp, devices, dim: int, L: int, phi0, steps: int, repeats: int) -> float:
+    from latticelab.sim.models.cahn_hilliard.slabs import SlabFiniteDifference
+    from latticelab.sim.multidevice.exchange import make_exchanger, make_parts
+    parts = make_parts(cp, devices)
+    engine = SlabFiniteDifference(parts, make_exchanger(parts), dim, L, np.float64, "periodic")
+    engine.load(phi0)
+    engine.step(2, *CH_ARGS)
+    engine.synchronize()
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        engine.step(steps, *CH_ARGS)
+        engine.synchronize()
+        rates.append(steps / (time.perf_counter() - start))
+    del engine
+    for device in devices:
+        with cp.cuda.Device(device):
+            cp.get_default_memory_pool().free_all_blocks()
+    return statistics.median(rates)
+
+
+def _ch_unsplit_rate(cp, phi0, steps: int, repeats: int) -> float:
+    """The model's own finite-difference stepper on one GPU (the row-blocked kernel on the whole grid)."""
+    from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper
+    stepper = FiniteDifferenceStepper(cp, phi0.shape, np.float64, "periodic", use_kernel=True)
+    phi = cp.asarray(phi0)
+    phi = stepper.step(phi, *CH_ARGS)
+    cp.cuda.Device().synchronize()
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(steps):
+            phi = stepper.step(phi, *CH_ARGS)
+        cp.cuda.Device().synchronize()
+        rates.append(steps / (time.perf_counter() - start))
+    del phi, stepper
+    cp.get_default_memory_pool().free_all_blocks()
+    return statistics.median(rates)
+
+
+def run_ch_case(cp, name: str, spec: dict, n: int, args) -> dict:
+    dim, L = spec["dim"], spec["L"] // (16 if args.small else 1)
+    phi0 = np.random.default_rng(1).uniform(-0.5, 0.5, (L,) * dim)
+    steps = max(4, args.sweeps // 10)
+    one = _ch_rate(cp, (0,), dim, L, phi0, steps, args.repeats)
+    split = _ch_rate(cp, tuple(range(n)), dim, L, phi0, steps, args.repeats)
+    unsplit = _ch_unsplit_rate(cp, phi0, steps, args.repeats)
+    print(f"  {name}-{n}gpu: {split:.1f} steps/s on {n} GPUs, {one:.1f} on one (the model's stepper: "
+          f"{unsplit:.1f})", flush=True)
+    ratio_target = spec["ratio_targets"].get(n)
+    case = {"case": f"{name}-{n}gpu", "metric": "steps_per_s", "value": round(split, 2),
+            "baseline": f"the same slab code on one GPU, {L}^{dim}", "baseline_value": round(one, 2),
+            "ratio": round(split / one, 3),
+            "details": {"grid": f"{L}^{dim}", "gpus": n, "precision": "double", "boundary": "periodic",
+                        "steps": steps, "model_stepper_one_gpu_steps_per_s": round(unsplit, 2),
+                        "ratio_to_model_stepper_one_gpu": round(split / unsplit, 3)}}
+    if ratio_target is not None:
+        case["details"]["ratio_target"] = ratio_target
+        case["details"]["ratio_target_met"] = bool(split / one >= ratio_target)
+        case.update(target=round(ratio_target * one, 2), target_met=bool(split / one >= ratio_target))
+    return case
+
+
 def main(args) -> int:
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")     # never NVLink multicast (docs/design/multigpu.md)
     from latticelab.sim.backend import BackendError, select_backend
@@ -158,10 +230,11 @@ def main(args) -> int:
     if count < 2:
         print(f"latticelab bench multigpu needs at least 2 GPUs; this machine has {count}")
         return 1
-    chosen = [n for n, s in CASES.items() if args.cases == "all" or any(
+    every = {**CASES, **CH_CASES}
+    chosen = [n for n, s in every.items() if args.cases == "all" or any(
         n.startswith(p) or s["alias"].startswith(p) for p in args.cases.split(","))]
     if not chosen:
-        print(f"latticelab bench multigpu: --cases: no case matches {args.cases!r}; cases are {', '.join(CASES)}")
+        print(f"latticelab bench multigpu: --cases: no case matches {args.cases!r}; cases are {', '.join(every)}")
         return 2
     device = f"{count} x {backend.device_name}"
     print(f"latticelab bench multigpu on {device}", flush=True)
@@ -171,7 +244,8 @@ def main(args) -> int:
             if n > count:
                 print(f"  {name}-{n}gpu: not run ({count} GPUs here)")
                 continue
-            cases.append(run_case(cp, name, CASES[name], n, args))
+            cases.append(run_case(cp, name, CASES[name], n, args) if name in CASES
+                         else run_ch_case(cp, name, CH_CASES[name], n, args))
     for c in cases:
         d = c["details"]
         if "ratio_target" in d:
