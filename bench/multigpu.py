@@ -34,8 +34,8 @@ CH_CASES = {
 }
 CH_ARGS = (0.005, 1.0, 1.0, 1.0, 1.0, 1.0)      # dt, m, b, u, K, dx
 CASES = {
-    "multigpu-metropolis-2d-L32768-per-gpu": {"alias": "weak", "L": 32768, "per_gpu": True, "targets": {2: 1900.0, 4: 3700.0},
-                                              "ratio_targets": {2: 1.9}},
+    "multigpu-metropolis-2d-L32768-per-gpu": {"alias": "weak", "L": 32768, "per_gpu": True,
+                                              "targets": {2: 1900.0, 4: 3700.0}, "ratio_targets": {2: 1.9}},
     "multigpu-metropolis-2d-L16384-total": {"alias": "strong", "L": 16384, "per_gpu": False, "targets": {},
                                             "ratio_targets": {2: 1.8}},
 }
