@@ -26,8 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
     parser.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
     parser.add_argument("--devices", default=None, metavar="IDS",
                         help="the GPUs to split one run over, 'all' or ids like 0,1 (default: one device), for the "
-                             "models that split (Ising: Metropolis only; Wolff and Swendsen-Wang stay on one "
-                             "device); the others run on one device")
+                             "models that split (" + ", ".join(n for n, c in models.items() if c.splits_across_devices)
+                             + "; 'latticelab run <model> --help' says what splits); the others run on one device")
     add_parameter_options(parser, [cls.Params for cls in models.values()],
                           "model parameters (default: the last session's values, else the model's defaults)")
     s = parser.add_argument_group("running and figures")
