@@ -131,7 +131,7 @@ def test_a_model_split_over_two_gpus_follows_the_one_gpu_field():
     if xp.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("needs 2 GPUs")
     from latticelab.sim.models.cahn_hilliard.model import CahnHilliardModel
-    values = dict(dim=2, L=512, boundary="mirror", dt=0.05, noise=0.1, seed=3)
+    values = dict(dim=2, L=512, boundary="mirror", dt=0.02, noise=0.1, seed=3)
     one = CahnHilliardModel.create(backend="cuda", **values)
     two = CahnHilliardModel.create(backend="cuda", devices="0,1", **values)
     for model in (one, two):
