@@ -144,6 +144,11 @@ def test_a_split_model_steps_measures_and_resumes_as_on_one_device(emulated_mode
     one.step(2)
     two.step(2)
     np.testing.assert_array_equal(two.spins, to_numpy(one.spins))
+    for model in (one, two):             # a new graph (live p): the spins are kept, the slabs rebuilt
+        model.update(p=0.05)
+        model.step(2)
+    np.testing.assert_array_equal(two.spins, to_numpy(one.spins))
+    assert two.observables() == one.observables()
 
 
 def test_a_split_model_refuses_cluster_updates(emulated_models):
