@@ -42,7 +42,7 @@ from latticelab.render.field_view import FieldView
 from latticelab.render.plots import LivePlots, glyph_steps, series_for
 from latticelab.render.unfold import UnfoldLayout
 from latticelab.sim import io, state
-from latticelab.sim.backend import BackendError, initialise_gpu_libraries
+from latticelab.sim.backend import BackendError, initialise_gpu_libraries, select_backend
 from latticelab.sim.models import all_models, get_model, model_names
 from latticelab.sim.params import ModelParams, ParameterError
 from latticelab.app.pacing import DevicePacer, PlotPacer
@@ -84,13 +84,14 @@ class MainWindow(QtWidgets.QMainWindow):
         self.runner = Runner(model, parameters, backend=backend, samples_per_batch=PLOT_SAMPLES_PER_FRAME,
                              devices=devices)
         if self.runner.model.backend_name == "cuda":
+            gpu_xp = select_backend(backend).xp   # CuPy (a model split over devices shows host arrays: model.xp)
             # loaded here, not first by a model's build on a worker thread, where loading them blocked this
             # thread's texture writes for up to a third of a second (sim/backend.py)
-            log.info("CUDA libraries initialised: %s", ", ".join(initialise_gpu_libraries(self.runner.model.xp)))
+            log.info("CUDA libraries initialised: %s", ", ".join(initialise_gpu_libraries(gpu_xp)))
             # the other models' kernels compiled by a process of its own, once per installation and GPU, so that
             # a first switch to them does not compile and load them beside this thread (app/kernel_cache.py)
             try:
-                start_in_background(device_identity(self.runner.model.xp))
+                start_in_background(device_identity(gpu_xp))
             except Exception as exc:      # a convenience: the window works without it
                 log.warning("GPU kernels not prepared in the background: %s: %s", type(exc).__name__, exc)
         self.last_message = ""
