@@ -4,7 +4,7 @@
 #   PYTHON=/path/to/python3.x     interpreter (>= 3.11) for the virtual environment; default: first of
 #                                 python3, python3.13, python3.12, python3.11 that is new enough
 #   LATTICELAB_VENV=dir           virtual environment location; default: <repo>/.venv
-#   LATTICELAB_EXTRAS=a,b         pip extras to install; default: none for the app, `test` for the tests,
+#   LATTICELAB_EXTRAS=a,b         pip extras to install; default: none for the app, `test,docs` for the tests,
 #                                 plus `cuda` (or `cuda13`) when nvidia-smi sees a GPU
 #   LATTICELAB_SKIP_DEBS=1        do not check or install Debian packages (you provide the libraries)
 
@@ -13,7 +13,7 @@ LATTICELAB_VENV="${LATTICELAB_VENV:-$LATTICELAB_ROOT/.venv}"
 
 # Debian packages that Qt's xcb platform plugin (PySide6 wheels) and VisPy's OpenGL need at run time.
 # libgl1-mesa-dri provides Mesa's llvmpipe, the software OpenGL used where there is no GPU (CI, Xvfb).
-# To add one: append it here, then check with a fresh clone (README: "Adding a dependency").
+# To add one: append it here, then check with a fresh clone (docs/architecture.md: "Dependencies").
 QT_RUNTIME_DEBS=(
     libegl1 libgl1 libgl1-mesa-dri libglib2.0-0 libfontconfig1 libdbus-1-3
     libxkbcommon0 libxkbcommon-x11-0 libx11-xcb1

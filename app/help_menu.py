@@ -1,9 +1,9 @@
-"""The Help menu: "Usage (README)" (F1), "Keyboard shortcuts", "About the model..." (the window's own) and
+"""The Help menu: "Usage" (F1), "Keyboard shortcuts", "About the model..." (the window's own) and
 "About latticelab".
 
-- Usage opens the README's "Using the application" section with the desktop's handler for the file
-  (QDesktopServices, the section as the URL's fragment); where no handler takes it, or the README is not
-  installed beside the package, the section is shown in a window of our own instead.
+- Usage opens the window's manual, the documentation page docs/window.md, with the desktop's handler for the
+  file (QDesktopServices); where no handler takes it, the page is shown in a window of our own instead, or a
+  line says where to read it when the page is not installed beside the package.
 - Keyboard shortcuts lists every QAction of the window that has a shortcut, read from the actions when the
   dialog opens (with the menu each sits in), so the list cannot drift from what the keys do.
 - About latticelab gives what a bug report needs: the version (package metadata), the array backend and
@@ -18,7 +18,6 @@ from __future__ import annotations
 import html
 import importlib.metadata
 import platform
-import re
 from pathlib import Path
 
 import PySide6
@@ -26,9 +25,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 import latticelab
 
-README = Path(latticelab.__file__).resolve().parent / "README.md"
-USAGE_HEADING = "Using the application"
-USAGE_ANCHOR = "using-the-application"    # GitHub's and most Markdown viewers' anchor of that heading
+MANUAL = Path(latticelab.__file__).resolve().parent / "docs" / "window.md"   # the site's page "The window"
+USAGE_HEADING = "The window"
 
 
 # ---- what the dialogs say -------------------------------------------------------------------------------
@@ -125,18 +123,8 @@ def shortcut_rows(window) -> list[tuple[str, str, str, str]]:
     return sorted(rows, key=lambda r: (r[2] == "", r[2], r[0].lower()))
 
 
-def usage_section(readme_text: str) -> str:
-    """The Markdown of the README's "Using the application" section (up to the next ``## `` heading)."""
-    match = re.search(rf"^## {re.escape(USAGE_HEADING)}\s*$(.*?)(?=^## |\Z)", readme_text, re.M | re.S)
-    if match is None:
-        return ""
-    return f"## {USAGE_HEADING}\n{match.group(1).rstrip()}\n"
-
-
 def usage_url() -> QtCore.QUrl:
-    url = QtCore.QUrl.fromLocalFile(str(README))
-    url.setFragment(USAGE_ANCHOR)
-    return url
+    return QtCore.QUrl.fromLocalFile(str(MANUAL))
 
 
 # ---- the dialogs --------------------------------------------------------------------------------------------
@@ -172,8 +160,8 @@ class HelpMenu(QtCore.QObject):
         super().__init__(window)
         self.window = window
         self.dialogs: dict[str, TextDialog] = {}
-        self.usage_action = window._action("Usage (README)", self.show_usage, ["F1"],
-                                           "How to use the window: the README's usage section (F1)",
+        self.usage_action = window._action("Usage", self.show_usage, ["F1"],
+                                           "How to use the window: its manual page (F1)",
                                            name="usage_action")
         self.shortcuts_action = window._action("Keyboard shortcuts", self.show_shortcuts, [],
                                                "Every keyboard shortcut of the window", name="shortcuts_action")
@@ -220,22 +208,22 @@ class HelpMenu(QtCore.QObject):
         took it."""
         if not self.window.interactive:
             return False
-        if README.is_file() and QtGui.QDesktopServices.openUrl(usage_url()):
-            self.window.show_message(f"opened {README} ({USAGE_HEADING})")
+        if MANUAL.is_file() and QtGui.QDesktopServices.openUrl(usage_url()):
+            self.window.show_message(f"opened {MANUAL} ({USAGE_HEADING})")
             return True
         self.show_usage_here()
         return False
 
     def show_usage_here(self) -> TextDialog | None:
         dialog = self._dialog("usage", f"latticelab: {USAGE_HEADING}", (820, 640))
-        dialog.browser.setSearchPaths([str(README.parent)])     # the README's pictures (assets/...)
+        dialog.browser.setSearchPaths([str(MANUAL.parent)])     # the page's pictures (images/...)
         try:
-            section = usage_section(README.read_text(encoding="utf-8"))
+            page = MANUAL.read_text(encoding="utf-8")
         except OSError as exc:
-            section = ""
-            self.window.show_message(f"cannot read the README ({README}): {exc.strerror or exc}", error=True)
-        dialog.browser.setMarkdown(section or f"The README ({README}) is not installed with this copy of "
-                                              "latticelab; its usage section is in the project's repository.")
+            page = ""
+            self.window.show_message(f"cannot read the manual ({MANUAL}): {exc.strerror or exc}", error=True)
+        dialog.browser.setMarkdown(page or f"The manual ({MANUAL}) is not installed with this copy of "
+                                           "latticelab; it is docs/window.md in the project's repository.")
         return self._present(dialog)
 
 

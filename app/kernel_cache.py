@@ -4,8 +4,8 @@ CuPy compiles a kernel (NVRTC) the first time a process uses it and keeps the re
 ``~/.cupy/kernel_cache`` or ``CUPY_CACHE_DIR``); later processes only load it. On a new installation the first
 build of each kind of model therefore compiles its kernels: on the H100 Cahn-Hilliard's took 15-18 s on the
 window's worker thread, and while they were loaded into the window's CUDA context the GUI thread's own CUDA
-calls (the view's texture write) waited: the first switch to it stalled the window for 86-453 ms (bench/NOTES.md,
-third session of 2026-11-24). A separate process shares no CUDA context with the window, so compiling there
+calls (the view's texture write) waited: the first switch to it stalled the window for 86-453 ms
+(docs/design/window-gpu.md). A separate process shares no CUDA context with the window, so compiling there
 stalls nothing; the window's later builds find the kernels on disk.
 
 ``latticelab prepare-gpu`` builds each registered model in each of its variants (``variant_fields``, e.g. the

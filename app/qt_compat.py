@@ -71,7 +71,7 @@ def presents_without_vsync(gpu: bool) -> bool:
     where the default did not block, the two were alike). On the CPU the frame loop runs on its timer and the
     models and analyses share the cores with the GUI thread: there a presentation that waits leaves the cores to
     them, and without it the Spectrum dock's longest gap with NumPy models on 2 cores of that machine (NVIDIA GL)
-    was 45-119 ms over four runs against 34-40 ms (bench/NOTES.md, ninth session of 2026-11-24)."""
+    was 45-119 ms over four runs against 34-40 ms (docs/design/window-gpu.md)."""
     return bool(gpu)
 
 

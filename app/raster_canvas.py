@@ -5,7 +5,7 @@ any GL widget in it: the window's other widgets as one full-window texture, each
 another. With a GPU that costs nothing. With a software renderer (Mesa's llvmpipe, on a machine without GPU or
 under Xvfb) it is rasterised pixel by pixel: 11-17 ms a paint for a window of 1400x860 with the machine idle,
 30-37 ms beside a running model and an analysis worker on two cores -- whatever changed, even a small plot
-(bench/NOTES.md). That composition was most of the event-loop gaps over 50 ms the CPU window still had.
+(docs/design/responsiveness.md). That composition was most of the event-loop gaps over 50 ms the CPU window still had.
 
 ``RasterCanvasBackend`` is a VisPy canvas backend on a plain QWidget: VisPy draws into a framebuffer object of
 an offscreen GL context of its own (in the application's share group, so textures and programs are shared as

@@ -64,7 +64,7 @@ CHILD_NICENESS = 5          # the worker processes' scheduling priority below th
 # reference loop 3x slow or more in two tries, none in three without huge pages. Then glibc keeps freed arrays
 # of up to 32 MB (the most it allows) for the next ones instead of handing the memory back and faulting it in
 # again page by page: without that, the small pages made a step 20% slower (9.5 M faults in 50 s); with it a
-# step took 5-12% less time than with huge pages (bench/NOTES.md, third session of 2026-11-25).
+# step took 5-12% less time than with huge pages (docs/design/responsiveness.md).
 WORKER_ENVIRONMENT = {
     "NUMPY_MADVISE_HUGEPAGE": "0",
     "MALLOC_MMAP_THRESHOLD_": str(32 << 20),

@@ -1,6 +1,6 @@
 """`latticelab bench cahn-hilliard`: the Cahn-Hilliard model's steps against plain CuPy steps, in one run.
 
-Cases (bench-format.md names; ``--cases`` also takes the short names in brackets) and the issue's H100 targets:
+Cases (the results files' case names; ``--cases`` also takes the short names in brackets), the H100 targets:
   cahn-hilliard-2d-L4096-fd        [fd-2d-L4096]        steps_per_s >= 3000   RK2 finite-difference steps
   cahn-hilliard-3d-L256-fd         [fd-3d-L256]         steps_per_s >= 1500
   cahn-hilliard-2d-L4096-spectral  [spectral-2d-L4096]  steps_per_s >= 2000   semi-implicit spectral steps
@@ -252,7 +252,7 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
     finite = bool(xp.isfinite(model.phi).all())
     fd_kernels = None if args.skip_previous or kind != "fd" else time_fd_kernels(model, xp, steps, repeats)
     previous = None if args.skip_previous else time_previous_path(model, xp, steps, repeats, fd_kernels)
-    del model
+    model = None                                 # its memory freed before the baseline runs
     free_memory(xp)
 
     # the plain baseline, continuing from the agreed first step
@@ -269,7 +269,7 @@ def run_grid_case(backend, name: str, spec: dict, args, bandwidth: float) -> dic
                 plain.step()
     base_work()                                  # warm-up
     base = statistics.median(timed(xp, base_work, repeats)) / base_steps
-    del phi0, plain, base_work
+    phi0 = plain = base_work = None
     free_memory(xp)
 
     value = 1.0 / per_step

@@ -3,9 +3,9 @@
 Issue 14's target: the spectral solver reaches a given accuracy of the free-energy curve at least 30x cheaper
 (wall time to the same simulated time) than the finite-difference RK2 solver.
 
-The default problem (``--problem smooth``): 2D, periodic, m = b = u = K = 1, a square domain of side ``--domain`` (default 32), double
-precision, no noise, from one smooth initial field made of a few Fourier modes of the domain (so every grid
-holds exactly the same field): amplitude 0.05, spinodal decomposition to ``--until`` (default 30: the linear
+The default problem (``--problem smooth``): 2D, periodic, m = b = u = K = 1, a square domain of side ``--domain``
+(default 32), double precision, no noise, from one smooth initial field made of a few Fourier modes of the domain (so
+every grid holds exactly the same field): amplitude 0.05, spinodal decomposition to ``--until`` (default 30: the linear
 growth and the first nonlinear phase separation; F falls by several times its initial value).
 
 The accuracy: the free-energy curve F(t) = sum(-b/2 phi^2 + u/4 phi^4 + K/2 |grad phi|^2) dx^2 (each
@@ -33,9 +33,9 @@ on the method's cost-error front (the runs no other run of the method beats in b
 on either side of the target, log(wall time) linear in log(error). A method whose every run is below the target
 has no bracket; its cheapest run is taken (an upper bound of its cost, flagged ``bracketed: false``). The case's
 value is the largest ratio finite differences / spectral method at the target over the spectral methods run
-(each integrator with fixed steps, and with adaptive steps when ``--adaptive-changes`` are given or the problem sets them): the spectral solver
-run the cheapest way it reaches that accuracy (``value_for`` names it; every method's ratio and the ratios of the
-cheapest measured runs are in the details); every run is listed in the JSON's details.
+(each integrator with fixed steps, and with adaptive steps when ``--adaptive-changes`` are given or the problem sets
+them): the spectral solver run the cheapest way it reaches that accuracy (``value_for`` names it; every method's ratio
+and the ratios of the cheapest measured runs are in the details); every run is listed in the JSON's details.
 
 The PFHub problem (``--problem pfhub-1a``): PFHub benchmark 1a (spinodal decomposition, 200 x 200, periodic;
 sim/models/cahn_hilliard/pfhub.py maps it exactly onto this model: m = 125, b = u = 0.032, K = 0.08, phi =
@@ -45,9 +45,9 @@ then coarsening). F is sampled at every time unit to t = 100 and every 10 after 
 intervals, the first 100 kept, then every 10th). The reference is ``--reference-integrator`` on PFHub's own
 grid (``--reference-dx``, default 1, L = 200) at ``--reference-dt`` (default 0.02); besides its self-error at
 2 dt, a grid check compares the 2 dt run with the same scheme and dt on the grid twice as fine
-(``grid_check`` in the reference's details: the spatial error of the reference plus the grid dependence of PFHub's initial field,
-which is not periodic on 200 and so has a seam whose discrete energy depends on dx; it is the floor of any
-comparison across grids). Finite differences run on ``--grids`` (default 2, 1.25, 1: L = 100, 160, 200; dx = 1
+(``grid_check`` in the reference's details: the spatial error of the reference plus the grid dependence of PFHub's
+initial field, which is not periodic on 200 and so has a seam whose discrete energy depends on dx; it is the floor of
+any comparison across grids). Finite differences run on ``--grids`` (default 2, 1.25, 1: L = 100, 160, 200; dx = 1
 already meets 1% at about 0.4%, so coarser grids bracket the target), the spectral steps on
 ``--spectral-grids`` (default PFHub's dx = 1; on a GPU a 200^2 spectral step is launch-bound, a coarser grid
 would not be cheaper), at the fixed ``--spectral-dts`` and with adaptive steps (the model's ``time_step
@@ -512,7 +512,8 @@ def main(args) -> int:
         print(f"latticelab bench ch-accuracy needs a CUDA GPU (or --backend numpy): {exc}")
         return 1
     name = backend.name
-    window = f"t = 0 .. {problem.until:g}, {len(problem.times())} free-energy samples ({problem.describe()['sample_times']})"
+    window = (f"t = 0 .. {problem.until:g}, {len(problem.times())} free-energy samples "
+              f"({problem.describe()['sample_times']})")
     print(f"problem {problem.name}: {window}", flush=True)
     warm = replace(problem, until=problem.until / problem.samples, samples=1)     # warm-up: kernels, FFT plans
     for method in integrators:

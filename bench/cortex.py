@@ -1,6 +1,6 @@
 """`latticelab bench cortex`: steps of the cortical spiking network against a plain CuPy step, in one run.
 
-Cases (bench-format.md names; ``--cases`` also takes the short names in brackets) and the issue's H100 targets,
+Cases (the results files' case names; ``--cases`` also takes the short names in brackets), the H100 targets,
 k = 100 sources per neuron within r = 64:
   cortex-N2^20-k100  [N2^20]  L = 1024  steps_per_s >= 4000  (four times real time: one step is 1 ms)
   cortex-N2^22-k100  [N2^22]  L = 2048  steps_per_s >= 1000  (real time)
@@ -217,7 +217,7 @@ def run_case(backend, name: str, spec: dict, args, bandwidth: float) -> dict:
     details["baseline_ms_per_step"] = round(base * 1e3, 5)
     details["baseline_firing_e"] = round(plain.firing_e(), 5)
     details["baseline_finite"] = bool(xp.isfinite(plain.v).all())
-    del plain, base_work
+    plain = base_work = None
     free_memory(xp)
 
     # the bytes the kernels move, against the copy bandwidth
@@ -240,7 +240,7 @@ def run_case(backend, name: str, spec: dict, args, bandwidth: float) -> dict:
         for kname, part in (("phase1", moved["phase1"]), ("phase2", moved["total"] - moved["phase1"])):
             if km.get(kname):
                 details[f"{kname}_TBps"] = round(part * n / (km[kname] * 1e-3) / 1e12, 4)
-    del model
+    model = None
     free_memory(xp)
     case_name = name if not small else f"cortex-N2^{int(round(math.log2(n)))}-k{k}"
     return {"case": case_name, "metric": "steps_per_s", "value": round(value, 2),

@@ -1,8 +1,8 @@
 """Where a window frame's time goes: the frame loop's parts timed on the GUI thread, for `bench window`.
 
-The window reaches about 45% of the headless sweep rate on the H100 (bench/results/window-H100.json) with a
-median frame of 19 ms. Whether the host waits for the device (the runner's collect), draws slowly, or spends
-the time between ticks in Qt decides what to change, so the adaptive run records, per tick: the whole
+How close the window comes to the headless sweep rate depends on whether the host waits for the device (the
+runner's collect), draws slowly, or spends the time between ticks in Qt (docs/design/window-gpu.md); that decides
+what to change, so the adaptive run records, per tick: the whole
 ``_frame`` call, its view refresh (the texture written through the interop), the runner's wait for the last
 batch, the launch of the next one, the plots and status at the frame's end, and the lattice and plot canvases'
 paints (which run after ``_frame``, in Qt's paint events). Wrapping is by instance attributes, so only the

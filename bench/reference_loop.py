@@ -6,7 +6,7 @@ doing (other processes had the cores, or the cores ran slow). The GUI thread's s
 from ordinary work run slow. This loop can: a separate process runs a fixed piece of pure-Python work every
 ``period_s`` and times it by its own CPU time (time spent waiting for a core does not count), so a run that takes
 several times the median means the core itself ran slow at that moment (on a virtual machine: its host busy
-elsewhere; the guest's steal counter said nothing of it on the 2-core test host, bench/NOTES.md). The work is a
+elsewhere, which the guest's steal counter need not show; docs/design/responsiveness.md). The work is a
 few tenths of a ms every 10 ms: a few per cent of one core.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ measures both upload paths on the same views: interop (render/interop.py, zero-c
 path's own speed stays visible while the simulation step dominates.
 
 Headless through VisPy's EGL backend (no Qt): on the GPU machine the EGL context is on the CUDA device.
-Writes bench/results/render-<gpu>.json (shared/reference/bench-format.md) and prints a table.
+Writes bench/results/render-<gpu>.json (format: docs/benchmarks.md) and prints a table.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Benchmark results in the project's JSON format (shared/reference/bench-format.md)."""
+"""Benchmark results in the project's JSON format (docs/benchmarks.md, "Results files")."""
 from __future__ import annotations
 
 import datetime
@@ -54,8 +54,7 @@ def write_results(name: str, device: str, cases: list[dict], out_dir: str = "ben
     except OSError as exc:
         raise OutputError(out_dir, f"cannot make the folder ({exc.strerror or exc})", exc.errno) from None
     path = os.path.join(out_dir, f"{name}-{slug or device_slug(device)}.json")
-    doc = {"command": "latticelab " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("latticelab")
-           else " ".join(["latticelab", *sys.argv[1:]]),
+    doc = {"command": " ".join(["latticelab", *portable_arguments(sys.argv[1:])]),
            "commit": commit or git_commit(),
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "device": device, "cases": cases}
@@ -66,10 +65,35 @@ def write_results(name: str, device: str, cases: list[dict], out_dir: str = "ben
     return path
 
 
+def portable_path(path: str, cwd: str | None = None) -> str:
+    """``path`` as a results file records it: relative to the working directory when inside it, else its last
+    part, so that no file names a folder of the machine the benchmark ran on."""
+    if not os.path.isabs(path):
+        return path
+    cwd = cwd or os.getcwd()
+    relative = os.path.relpath(path, cwd)
+    if relative != ".." and not relative.startswith(".." + os.sep):
+        return relative
+    return os.path.basename(os.path.normpath(path)) or "."
+
+
+def portable_arguments(arguments: list[str], cwd: str | None = None) -> list[str]:
+    """The command's arguments with every absolute path (alone or as ``--option=/path``) made portable."""
+    out = []
+    for argument in arguments:
+        option, equals, value = argument.partition("=")
+        if equals and option.startswith("--"):
+            out.append(f"{option}={portable_path(value, cwd)}")
+        else:
+            out.append(portable_path(argument, cwd))
+    return out
+
+
 def print_table(cases: list[dict]) -> None:
     print(f"{'case':38} {'metric':16} {'value':>12} {'baseline':>12} {'ratio':>8}")
     for c in cases:
         base = c.get("baseline_value")
         ratio = c.get("ratio")
         print(f"{c['case']:38} {c['metric']:16} {c['value']:12.4g} "
-              f"{'' if base is None else format(base, '12.4g'):>12} {'' if ratio is None else format(ratio, '8.2f'):>8}")
+              f"{'' if base is None else format(base, '12.4g'):>12} "
+              f"{'' if ratio is None else format(ratio, '8.2f'):>8}")

@@ -174,7 +174,7 @@ def wait_events(seconds: float) -> None:
 def settle(window, timeout: float = 120.0) -> None:
     """Pause and let a batch in flight finish (its steps are committed) and the live plots' picture be complete
     where they are on screen (paused, a refresh is drawn a part per pass of the event loop: at start-up the
-    first picture takes a second of such paints on llvmpipe), so the next case starts clean."""
+    first picture takes many such paints on a software renderer), so the next case starts clean."""
     window.set_running(False)     # the frame loop keeps ticking until it has collected the batch in flight
     deadline = time.perf_counter() + timeout
 

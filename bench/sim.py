@@ -1,18 +1,20 @@
 """`latticelab bench sim`: the CUDA engine's Ising updates against the naive CuPy reference, in one run.
 
-Cases (bench-format.md names) and the issue's H100 targets:
-  metropolis-2d-L4096-p1e-5  flips_per_ns   >= 500   (T = 2.269)
-  metropolis-3d-L256-p1e-5   flips_per_ns   >= 400   (T = 4.5115)
-  metropolis-2d-L4096-p1e-2  flips_per_ns   >= 150   (T = 2.269)
+Cases (bench-format.md names) and their targets (Metropolis: issue 39's, on an H200):
+  metropolis-2d-L4096-p1e-5  flips_per_ns   >= 950   (T = 2.269)
+  metropolis-2d-L32768-p0    flips_per_ns   >= 1350  (T = 2.269; NVIDIA's cuIsing 879 on the same GPU)
+  metropolis-3d-L256-p1e-5   flips_per_ns   >= 780   (T = 4.5115)
+  metropolis-2d-L4096-p1e-2  flips_per_ns   >= 450   (T = 2.269)
   wolff-2d-L4096-p1e-4       clusters_per_s >= 350   (T = 2.269, equilibrated by Swendsen-Wang sweeps)
   wolff-3d-L256-p1e-4        clusters_per_s >= 570   (T = 4.5115, likewise)
   swendsen-wang-2d-L4096     ns_per_spin    <= 0.1   (T = 2.269, p = 0)
-Each value is the median of timed repetitions after warm-up, through IsingModel.step (the API a user
-calls, Python launch overhead included); ``details.kernel_only`` replays the same launches from a CUDA
-graph (no launch gaps). Baselines timed in the same run: a naive CuPy checkerboard Metropolis with a
-cupy.random array per half-sweep (Metropolis cases), and the reference engine of sim/ising.py on CuPy
-(breadth-first Wolff; details for Metropolis). Ratios against the thesis's GTX 580 figures and Komura &
-Okabe's Swendsen-Wang (shared/reference/anchors.md) are in ``anchor`` / ``anchor_ratio``.
+Each value is the median of timed repetitions after warm-up, through IsingModel.step (the API a user calls, Python
+launch overhead included); ``details.kernel_only`` replays the same launches from a CUDA graph (no launch gaps);
+for the packed Metropolis sweeps ``details.kernel_only_philox4x32_7`` times the same with 7-round Philox for the
+bit planes (the published Crush-resistant minimum; the engine keeps 10). Baselines timed in the same run: a naive
+CuPy checkerboard Metropolis with a cupy.random array per half-sweep (Metropolis cases), and the reference engine
+of sim/ising.py on CuPy (breadth-first Wolff; details for Metropolis). Ratios against the thesis's GTX 580 figures
+and Komura & Okabe's Swendsen-Wang (2012, a GTX 580) are in ``anchor`` / ``anchor_ratio``.
 """
 from __future__ import annotations
 
@@ -34,11 +36,13 @@ T_C_2D, T_C_3D = 2.269, 4.5115
 _SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+[A-Z@]")
 
 CASES = {
-    "metropolis-2d-L4096-p1e-5": dict(algorithm="metropolis", dim=2, L=4096, p=1e-5, T=T_C_2D, target=500.0,
+    "metropolis-2d-L4096-p1e-5": dict(algorithm="metropolis", dim=2, L=4096, p=1e-5, T=T_C_2D, target=950.0,
                                       anchor=4.4, anchor_name="thesis GTX 580 (p=1e-4)"),
-    "metropolis-3d-L256-p1e-5": dict(algorithm="metropolis", dim=3, L=256, p=1e-5, T=T_C_3D, target=400.0,
+    "metropolis-2d-L32768-p0": dict(algorithm="metropolis", dim=2, L=32768, p=0.0, T=T_C_2D, target=1350.0,
+                                    anchor=879.0, anchor_name="NVIDIA cuIsing (ising-gpu optimized), H200"),
+    "metropolis-3d-L256-p1e-5": dict(algorithm="metropolis", dim=3, L=256, p=1e-5, T=T_C_3D, target=780.0,
                                      anchor=1.8, anchor_name="thesis GTX 580 (p=1e-4)"),
-    "metropolis-2d-L4096-p1e-2": dict(algorithm="metropolis", dim=2, L=4096, p=1e-2, T=T_C_2D, target=150.0,
+    "metropolis-2d-L4096-p1e-2": dict(algorithm="metropolis", dim=2, L=4096, p=1e-2, T=T_C_2D, target=450.0,
                                       anchor=4.4, anchor_name="thesis GTX 580 (p=1e-4)"),
     "wolff-2d-L4096-p1e-4": dict(algorithm="wolff", dim=2, L=4096, p=1e-4, T=T_C_2D, target=350.0,
                                  anchor=3.5, anchor_name="thesis GTX 580"),
@@ -93,11 +97,12 @@ class Timer:
 
 
 def naive_metropolis(cp, dim: int, L: int, T: float, seed: int = 1):
-    """The naive CuPy reference of the issue and of shared/gpu/README.md: one thread per site
+    """The naive CuPy reference: one thread per site
     (bench/kernels/naive_metropolis.cu) and a cupy.random float32 array per half-sweep. Returns a function
     doing one sweep."""
     from latticelab.sim.gpu.kernels import get_kernel
-    kernel = get_kernel(cp, Path(__file__).resolve().parent / "kernels" / "naive_metropolis.cu", f"naive_metropolis<{dim}>")
+    kernel = get_kernel(cp, Path(__file__).resolve().parent / "kernels" / "naive_metropolis.cu",
+                        f"naive_metropolis<{dim}>")
     cp.random.seed(seed)
     spins = cp.asarray(np.where(np.random.default_rng(seed).random((L,) * dim) < 0.5, 1, -1).astype(np.int8))
     n = L ** dim
@@ -121,8 +126,16 @@ class KernelClock(EventClock):
         self.engine = engine
         targets = [(engine.__dict__, "_metropolis", "metropolis"),
                    (engine.__dict__, "_metropolis_modified", "metropolis_modified")]
+        self.replays = []
         if getattr(engine, "_multispin", None) is not None:  # the packed sweeps behind metropolis_sweeps
-            targets += [(engine._multispin, name, f"multispin_{name}") for name in ("pack", "sweep", "unpack")]
+            targets += [(engine._multispin, name, f"multispin_{name}")
+                        for name in ("pack", "decide", "sweep", "unpack")]
+            # sweeps replayed from captured graphs would escape the wrapper: launch them directly meanwhile
+            for name in ("replay", "sweeps_replay"):
+                replay = engine._multispin.get(name)
+                if replay is not None:
+                    self.replays.append((replay, replay.capture))
+                    replay.capture = False
         if engine._labeller is not None:
             targets += [(engine._labeller.kernels, name, name) for name in engine._labeller.kernels]
         for holder, name, label in targets:
@@ -133,6 +146,8 @@ class KernelClock(EventClock):
     def _put_back(self) -> None:
         for holder, name, kernel in self.saved:
             holder[name] = kernel
+        for replay, capture in self.replays:
+            replay.capture = capture
 
 
 def sass_counts(kernels: dict[str, str]) -> dict[str, int]:
@@ -188,6 +203,25 @@ def graph_time(cp, step, n: int, repeats: int) -> float | None:
         return None
 
 
+def sweeps_with_philox_rounds(cp, engine, spins, T: float, rng, steps: int, repeats: int, rounds: int):
+    """Seconds for ``steps`` packed sweeps replayed from a graph, with the bit-plane calls' Philox4x32 at ``rounds``
+    rounds instead of the engine's 10 (7: the published Crush-resistant minimum, philox.cuh): the alternative
+    measured against the generator kept. Changes the trajectory (different numbers); timing only. Modified sites
+    decided apart (multispin_decide_modified) keep their 10-round calls."""
+    from latticelab.sim.gpu.kernels import get_kernel
+    ms = engine._multispin
+    name = f"metropolis_multispin<{engine.dim}, {rounds}>"
+    kept, kept_replay = ms["sweep"], ms.pop("sweeps_replay", None)
+    ms["sweep"] = get_kernel(cp, ISING_KERNELS / "metropolis_multispin.cu", name)
+    try:
+        return graph_time(cp, lambda: engine.metropolis_sweeps(spins, T, rng, steps, want_mask=False), 1, repeats)
+    finally:
+        ms["sweep"] = kept
+        ms.pop("sweeps_replay", None)
+        if kept_replay is not None:
+            ms["sweeps_replay"] = kept_replay
+
+
 def rate(metric: str, seconds_per_step: float, n_sites: int) -> float:
     if metric == "flips_per_ns":
         return n_sites / seconds_per_step / 1e9
@@ -218,7 +252,8 @@ def run_case(cp, name: str, spec: dict, args) -> dict:
         details["equilibration"] = f"{sweeps} Swendsen-Wang sweeps from a hot start"
         timer(lambda: model.step(sweeps))
         model.algorithm = algorithm
-    model.step(max(2, steps // 4))  # warm-up: compilation, caches
+    # warm-up: compilation, caches, and for Metropolis the CUDA graphs of the timed step count
+    model.step(steps if algorithm == "metropolis" else max(2, steps // 4))
     count_before = model.step_count
     times = [timer(lambda: model.step(steps)) for _ in range(repeats)]
     per_step = statistics.median(times) / steps
@@ -242,6 +277,10 @@ def run_case(cp, name: str, spec: dict, args) -> dict:
     if kernel is not None:
         details["kernel_only"] = round(rate(metric, kernel, n), 4)
         details["kernel_only_ms_per_step"] = round(kernel * 1e3, 4)
+    if algorithm == "metropolis" and getattr(engine, "_multispin", None) is not None:
+        seven = sweeps_with_philox_rounds(cp, engine, spins, T, rng, steps, repeats, rounds=7)
+        if seven is not None:
+            details["kernel_only_philox4x32_7"] = round(rate(metric, seven / steps, n), 4)
     clock = KernelClock(cp, engine)
     model.step(steps)
     per_kernel = clock.restore()
@@ -314,8 +353,8 @@ def main(args) -> int:
         print(f"{c['case']:38} target {c['target']:>7g} {'met' if c['target_met'] else 'MISSED':6} "
               f"x{c['anchor_ratio']} vs {c['anchor_name']}")
     if args.sass:
-        counts = sass_counts({"metropolis_multispin<2>": ISING_KERNELS / "metropolis_multispin.cu",
-                              "metropolis_multispin<3>": ISING_KERNELS / "metropolis_multispin.cu",
+        counts = sass_counts({"metropolis_multispin<2, 10>": ISING_KERNELS / "metropolis_multispin.cu",
+                              "metropolis_multispin<3, 10>": ISING_KERNELS / "metropolis_multispin.cu",
                               "metropolis_chunks<2, 4, true>": ISING_KERNELS / "metropolis.cu",
                               "label_tiles<2, 8, 1>": ISING_KERNELS / "labelling.cu",
                               "label_tiles<3, 8, 4>": ISING_KERNELS / "labelling.cu",

@@ -70,7 +70,8 @@ def main(args: argparse.Namespace) -> int:
     gpus = gpu_ids()
     if gpus and max(counts) > len(gpus):
         from latticelab.sim.params import ParameterError
-        raise ParameterError("--workers", f"at most {len(gpus)} (one worker per GPU on this machine); got {args.workers}")
+        raise ParameterError("--workers",
+                             f"at most {len(gpus)} (one worker per GPU on this machine); got {args.workers}")
     device = _device_name(gpus)
     runs = []
     with tempfile.TemporaryDirectory(prefix="latticelab-scaling-") as tmp:

@@ -56,7 +56,8 @@ def time_kernels(cp, model, tiles, steps: int = 20, flip: str = "wolff_flip") ->
         for name, start, end in records:
             totals[name] = totals.get(name, 0.0) + cp.cuda.get_elapsed_time(start, end) / steps
         regs = {name: getattr(k, "num_regs", None) for name, k in saved.items() if name.startswith("label")}
-        rows.append({"tile": tile, "same_labels": same, "registers": regs, **{k: round(v, 4) for k, v in totals.items()},
+        rows.append({"tile": tile, "same_labels": same, "registers": regs,
+                     **{k: round(v, 4) for k, v in totals.items()},
                      "total": round(sum(totals.values()), 4)})
     return rows
 

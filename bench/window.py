@@ -13,10 +13,11 @@ For each lattice (2D L2^2 and 3D L3^3, Metropolis on the device) it measures:
 - the slider-to-screen latency: from ``set_parameter("T", ...)`` to the end of the first lattice draw whose
   frame stepped with the new temperature (median over a few changes);
 - for each switch of dimension, lattice size and model, the window running at its default Steps / frame (it
-  builds the new model on a worker thread, app/preparing.py): the longest gap between frame-loop ticks and between lattice draws from the request until
-  the new model has run for a moment, and the seconds until it was swapped in; and where the GUI thread's time
-  went: the swap's parts and the longest step of making the new model's form and plots ahead (app/staging.py).
-Needs a display with OpenGL (on a headless NVIDIA machine: Xvfb + GLX, see the README) and PySide6.
+  builds the new model on a worker thread, app/preparing.py): the longest gap between frame-loop ticks and between
+  lattice draws from the request until the new model has run for a moment, and the seconds until it was swapped in; and
+  where the GUI thread's time went: the swap's parts and the longest step of making the new model's form and plots
+  ahead (app/staging.py).
+Needs a display with OpenGL (on a headless NVIDIA machine: Xvfb + GLX, see docs/window.md) and PySide6.
 """
 from __future__ import annotations
 
@@ -149,8 +150,8 @@ def swap_split(window, swap_before=None) -> dict:
 
 
 # Sweeps per call of the headless reference, whatever the ladder: shorter calls pay more of the host's launch cost
-# per sweep (with --ladder 1,64 the reference was step(64): 37,000-38,800 sweeps/s on the H100 and once 28,000,
-# against 38,900-39,900 for step(512), which made the window's ratio look 2-40% better than it was)
+# per sweep (a reference of step(64) ran slower and more variably than step(512), which made the window's ratio
+# look better than it was)
 HEADLESS_SWEEPS = 512
 
 
@@ -266,8 +267,8 @@ def measure_lattice(window, probe, dim: int, L: int, args, ladder, sync) -> dict
     best = max(kept, key=lambda r: r["sweeps_per_s"])
     window.adaptive = True
     # Steps / frame auto, the CUDA window's default: the pacing decides how many sweeps a frame takes (a fixed cap,
-    # the ladder's top of 512, had capped the run: at 2D 4096^2 on the H100 512 sweeps are 13 ms of device time,
-    # 78% of the headless rate at 60 frames/s, below what the pacing asks for)
+    # the ladder's top of 512, had capped the run: at 2D 4096^2 on a fast GPU 512 sweeps take less than a frame of
+    # device time, below what the pacing asks for)
     window.steps_per_frame = AUTO_STEPS
     wait_events(0.5)
     profiler = None
@@ -338,7 +339,8 @@ def main(args) -> int:
         ladder = sorted({int(v) for v in args.ladder.split(",")})
         width, height = (int(v) for v in args.size.lower().split("x"))
     except ValueError:
-        raise ParameterError("ladder/size", f"need integers like 1,4,16 and 1400x860; got {args.ladder!r}, {args.size!r}")
+        raise ParameterError("ladder/size",
+                             f"need integers like 1,4,16 and 1400x860; got {args.ladder!r}, {args.size!r}")
     if not ladder or ladder[0] < 1:
         raise ParameterError("ladder", "sweeps per frame must be positive integers")
     sync = backend.synchronize if hasattr(backend, "synchronize") else (lambda: None)
@@ -416,7 +418,8 @@ def main(args) -> int:
               f"longest tick gap {c['adaptive']['longest_tick_gap_ms']:.1f} ms; plots drawn in "
               f"{c['adaptive']['plot_refreshes']['plot_draws']} of {c['adaptive']['plot_refreshes']['ticks']} frames);"
               f" slider to screen {c['slider_to_screen_ms']:.1f} ms; view drawn on "
-              f"{c['adaptive']['view']['drawn_fraction']:.0%} of its pixels, {c['adaptive']['view']['colours']} colours")
+              f"{c['adaptive']['view']['drawn_fraction']:.0%} of its pixels, "
+              f"{c['adaptive']['view']['colours']} colours")
         pacing = c["adaptive"].get("pacing")
         if pacing:
             estimate = pacing["estimated_us_per_sweep"]

@@ -21,14 +21,15 @@ of the canvas's size, or a change of which regions are visible or where they lie
 regions is drawn only then: everything that changes must lie inside a region. While a budget is set, that whole
 draw is itself spread: the new picture is drawn into a second texture, a budget's worth of regions per draw,
 while the old one stays on screen (the background before the first; after a resize the old picture at its own
-size, from the top left corner), and shown once complete (a switch to the cortex drew its new plots in one
-98 ms piece on the H100 before, a resize of the live plots 58-78 ms).
+size, from the top left corner), and shown once complete, so that no single paint draws a whole new scene
+(docs/design/responsiveness.md).
 ``render()`` (images, exports) always draws the whole scene directly, and a canvas without visible regions
 draws as a plain SceneCanvas.
 
-The cache is used on every renderer: the cost of a full draw is VisPy's Python work per visual, not the GPU's
-(30-45 ms for the live plots on the H100 as on a software renderer, bench window --trace). The environment
-variable LATTICELAB_PLOT_CACHE=off draws as a plain SceneCanvas (to measure the difference). A canvas moved to
+The cache is used on every renderer: the cost of a full draw is VisPy's Python work per visual, not the GPU's,
+so a hardware renderer pays it as a software one does (docs/design/window-gpu.md). The environment
+variable LATTICELAB_PLOT_CACHE=off draws as a plain SceneCanvas (to measure the difference), as does a process
+whose VisPy is left unpatched (render/vispy_speedups.py: the cache needs its grid layout). A canvas moved to
 another top-level window may be given a new GL context, which shares textures and programs with the old one
 (app/qt_compat.py) but not framebuffer objects: the cache's are then made anew (``_on_new_context``).
 
@@ -46,7 +47,7 @@ from vispy import gloo, scene
 from vispy.visuals.visual import CompoundVisual
 
 from latticelab.render.plots import draw_parts, paint_requests_held
-from latticelab.render.vispy_speedups import layout_pending   # (installed with latticelab.render)
+from latticelab.render.vispy_speedups import installed, layout_pending   # (installed with latticelab.render)
 
 _BLIT_VERT = """
 attribute vec2 a_position;
@@ -94,7 +95,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
         self.budget_s = budget_s        # seconds of region redraws per draw (at least one region); None: all
         self.last_draw: dict = {"full": False, "regions": 0}   # what the last draw did (tests, benches)
         self.full_draws = 0             # how many draws drew the whole scene into the cache
-        self.caching: bool | None = None   # None until the first draw: True unless LATTICELAB_PLOT_CACHE=off
+        self.caching: bool | None = None   # None until the first draw (then see draw_visual)
         self.contexts = 0               # GL contexts the canvas has been given (more than one: it was moved)
         self._resize_paint = False      # the next draw is the one Qt makes inside a resize event
         super().__init__(*args, **kwargs)
@@ -164,7 +165,9 @@ class RegionCachedCanvas(scene.SceneCanvas):
         if visual is not self.scene or self._fb_stack:
             return super().draw_visual(visual, event)      # render(), or a subtree: drawn directly
         if self.caching is None:
-            self.caching = os.environ.get("LATTICELAB_PLOT_CACHE", "") != "off"     # "off": for measuring
+            # "off": for measuring. The cache needs the grid-layout patch (render/vispy_speedups.py): VisPy's own
+            # layout places every grid's cells again at each draw, and the regions never settle
+            self.caching = os.environ.get("LATTICELAB_PLOT_CACHE", "") != "off" and installed("grid-layout")
         regions = [n for n in self._regions if _visible(n)] if self.caching else []
         if not regions:
             self.last_draw = {"full": False, "regions": 0}
@@ -174,7 +177,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
         size = tuple(int(v) for v in self.physical_size)
         new_size = self._fbo is None or self._picture.shape[:2] != size[::-1]
         # resized after a picture was made, while a budget is set: that picture stays on screen, at its own size,
-        # while the new one is drawn over several draws (all at once, the live plots took 58-78 ms a resize)
+        # while the new one is drawn over several draws (all at once, a resize of the live plots would
+        # take several frames' time)
         keep_old = new_size and self._fbo is not None and self.full_draws > 0 and self.budget_s is not None
         if new_size and not keep_old:
             self._make_cache(size)
@@ -187,11 +191,10 @@ class RegionCachedCanvas(scene.SceneCanvas):
         if (keep_old and in_resize) or first_at_new_size:
             # Qt paints a resized GL widget inside its resize event, and again in the window's next paint. That
             # first paint only shows what is there: after a resize the old picture (a share of the new one there
-            # cost 10 ms more per resize of the live plots, on top of Qt laying the window out); before the first
-            # picture the background (Qt paints inside the resize that first shows the widget, after making its
-            # framebuffer: 13 ms on the H100 with the Signal dock, whose first layout then took 9 ms more in the
-            # same event, bench window --trace). The picture is made from the next paint on (the canvas stays
-            # stale, so its owner asks for it).
+            # would lengthen the resize, on top of Qt laying the window out); before the first picture the
+            # background (Qt paints inside the resize that first shows the widget, right after making its
+            # framebuffer, and a first layout there would add to the same event). The picture is made from the
+            # next paint on (the canvas stays stale, so its owner asks for it).
             self.last_draw = {"full": False, "regions": 0, "after resize": True}
             self._show_picture()
             return
@@ -202,8 +205,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
             # picture: it is drawn anew into a second buffer, a budget's worth of regions per draw, and the one
             # on screen (the old picture; the background before the first) stays until then
             if self._rebuild is None or placement != self._rebuild.placement:
-                # laying the grids out at a new size costs a few ms a grid (the Signal dock's five at its first
-                # show: 32 ms on llvmpipe); spread too, the old picture shown until it is done
+                # laying the grids out at a new size costs a few ms a grid (a dock of five grids: more than a
+                # frame); spread too, the old picture shown until it is done
                 self._laying_out = not self._lay_out(self.budget_s)
                 if self._laying_out:
                     self.last_draw = {"full": False, "regions": 0, "laying out": True}
@@ -258,6 +261,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
         stopped, the grids laid out already being skipped as unchanged. Returns True when every grid is laid out."""
         hidden = None
         start = time.perf_counter()
+        if not installed("grid-layout"):
+            budget_s = None      # VisPy's own layout places every grid again at each call: it cannot be spread
         for node, entering in self._generate_draw_order(self.scene):
             if not entering:
                 if node is hidden:
@@ -290,8 +295,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
             with self._drawing_into(self._back[0]), paint_requests_held(self):
                 self.context.clear(color=self.bgcolor, depth=True)
                 self._draw_subtree(self.scene, skip=set(self._regions))
-            # what lies outside the regions is this draw's first piece (it took 10 ms of a 15 ms first share of
-            # the live plots' redraw in a switch on llvmpipe): a region follows only if the budget allows
+            # what lies outside the regions is this draw's first piece (most of a budget's worth on a software
+            # renderer): a region follows only if the budget allows
             spent, outside = time.perf_counter() - start, True
         parts = 0
         while rebuild.left:
@@ -302,8 +307,8 @@ class RegionCachedCanvas(scene.SceneCanvas):
                     break
                 if node not in self._cost:
                     # a region never drawn on this canvas: its visuals' programs are compiled at their first draw
-                    # (10-20 ms each on llvmpipe; a new 3D spectrum view's cell or an axis, two or three programs,
-                    # took 37-54 ms in one draw), so it is drawn a visual at a time, the budget checked between
+                    # (on a software renderer an axis or a 3D view's cell, two or three programs, takes several
+                    # frames' time in one draw), so it is drawn a visual at a time, the budget checked between
                     rebuild.parts, rebuild.part_costs = self._region_parts(node), []
                 # drawn with what it shows from now on: a change after this marks it stale again (a region drawn
                 # a visual at a time may be changed between two of its parts)
@@ -372,7 +377,7 @@ class RegionCachedCanvas(scene.SceneCanvas):
 
     def warm_picture_program(self) -> bool:
         """Compile the program that shows the cached picture ahead of the first paint, which otherwise compiles it
-        (11 ms of the Graph dock's first show on llvmpipe): drawn once into an offscreen buffer of the canvas's
+        (most of a dock's first show on a software renderer): drawn once into an offscreen buffer of the canvas's
         size, with the canvas's GL context (made) current. False when there was nothing to do (made already)."""
         if self._blit is not None:
             return False

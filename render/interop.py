@@ -59,8 +59,8 @@ def _cuda_modules():
     """(cupy, cuda.bindings.runtime), imported on first use. Raises ImportError without CUDA.
 
     Kept after the first call: a frame asks for them about 17 times, and each ``import`` statement costs a
-    few microseconds of import machinery even when the module is loaded (about 50 us a frame on the H100's
-    host, where a whole frame is 0.6 ms)."""
+    few microseconds of import machinery even when the module is loaded, a noticeable share of a frame of well
+    under a millisecond."""
     global _modules
     if not _modules:
         import cupy
@@ -112,7 +112,8 @@ class GraphicsResource:
         self.signature = signature        # what the GL storage looked like when registered
         self.bytes_per_texel = None       # filled at the first map of an image
         # registered for surface stores: one-byte texels are then written by a kernel, not the copy engine
-        self.flags_surface = target is not None and flags == rt.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsSurfaceLoadStore
+        surface_flag = rt.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsSurfaceLoadStore
+        self.flags_surface = target is not None and flags == surface_flag
         if target is None:
             self._handle = _check(rt.cudaGraphicsGLRegisterBuffer(self.gl_name, flags),
                                   f"cudaGraphicsGLRegisterBuffer(GL buffer {self.gl_name})")
@@ -213,7 +214,8 @@ def copy_into_texture(resource: GraphicsResource, array, stream=None):
     stream = _stream_handle() if stream is None else stream
     dims = 3 if resource.target == GL_TEXTURE_3D else 2
     if array.ndim not in (dims, dims + 1):
-        raise InteropError(f"a {dims}D texture needs a {dims}D array (optionally with channels), got shape {array.shape}")
+        raise InteropError(f"a {dims}D texture needs a {dims}D array (optionally with channels), "
+                           f"got shape {array.shape}")
     depth, height, width = ((1,) + tuple(array.shape[:2]) if dims == 2 else tuple(array.shape[:3]))
     texel = array.itemsize * (array.shape[-1] if array.ndim == dims + 1 else 1)
     if texel == 1 and resource.flags_surface:
@@ -660,8 +662,8 @@ class CanvasInterop:
         """Map this canvas's registered textures for CUDA now, before the simulation step whose result the
         next upload writes into them, so that the step and the write form one CUDA phase between two GL ones.
 
-        On the H100 a switch of the GPU between the GL and the CUDA context is what a frame mostly costs: a
-        texture mapped after the step adds one (about 0.35 ms a frame; bench/NOTES.md, "Rendering"). An
+        A switch of the GPU between the GL and the CUDA context is what a frame mostly costs: a texture mapped
+        after the step would add one (docs/design/rendering.md). An
         upload finds the texture mapped, writes and unmaps it; whatever is still mapped when the canvas draws
         is unmapped first (a hook on the draw event), so a frame without an upload is safe. Off the interop
         path this does nothing.
@@ -740,8 +742,8 @@ class CanvasInterop:
 
     def _texture_upload(self, texture, shape, on_device: bool, write, count_refusal: bool = True) -> bool:
         target = _texture_target(texture)
-        # host data never probes CUDA: the probe imports CuPy and makes a CUDA context, 1.2 s on the GUI thread at
-        # the first picture of a NumPy model on a GPU machine (bench responsiveness on the H100, traced)
+        # host data never probes CUDA: the probe imports CuPy and makes a CUDA context, which takes seconds on
+        # the GUI thread at the first picture of a NumPy model on a GPU machine
         if not (on_device and target is not None and self.decide()):
             self.uploads["host"] += count_refusal
             return False

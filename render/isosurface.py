@@ -7,23 +7,22 @@ render/interop.py (device-to-device copies into the GL buffers); elsewhere sciki
 and it is uploaded from host memory. Either way the mesh's (z, y, x) vertices go in unchanged: the vertex
 shader (shaders/isosurface.vert) swizzles them.
 
-On a software OpenGL renderer (Mesa llvmpipe) a mesh is slow to draw: in the window's docked canvas, measured on
-2 cores, about 3 microseconds per face, more for large faces (the surface of a noisy spectrum is many layers
-deep), and a noisy 128^3 spectrum at iso 0.5 gives half a million faces (a draw of seconds, every time the dock
-repaints).
+On a software OpenGL renderer (Mesa's llvmpipe) a mesh is slow to draw: microseconds per face, more for large
+faces (the surface of a noisy spectrum is many layers deep), and a noisy 128^3 spectrum at iso 0.5 gives half a
+million faces (a draw of seconds, every time the dock repaints).
 ``display_mesh`` therefore keeps the mesh under a face budget when one is given: it meshes a block-maximum
 reduction of the volume (2^3, 4^3, ... cells to one; the maximum keeps single bright modes, as the 2D image does),
 never coarser than ``MIN_DISPLAY_SIDE`` cells a side, with the vertices put back in the full volume's
 coordinates, so the box and its edge length still read in frequency units. The view says when it shows a
 reduction (``factor``).
 
-Even within that budget one draw of the mesh takes some 80 ms there (2 cores; about 2.7 microseconds a face, nearly
-all of it llvmpipe's rasterizer threads on many tiny faces), longer than a frame may block. So a view given
+Even within that budget one draw of the mesh takes several frames' time there (nearly all of it the rasterizer's
+threads on many tiny faces), longer than a frame may block. So a view given
 ``stage_faces`` draws a new mesh in slices into an offscreen picture of the canvas's size (``StagedPicture``: a
 slice of faces a timer tick, each finished with glFinish, so its cost is paid there; at most ``stage_faces`` a
 slice, fewer when a slice would take longer than ``STAGE_SLICE_S`` at the rate the last one was drawn) and shows
-the picture, a single textured quad, once complete; until then the last complete picture stays. The picture is of one camera:
-after the camera or the canvas size changed it is drawn again the same way (while the user turns the view, the
+the picture, a single textured quad, once complete; until then the last complete picture stays. The picture is of one
+camera: after the camera or the canvas size changed it is drawn again the same way (while the user turns the view, the
 picture follows in steps of a few ticks rather than at every draw).
 """
 from __future__ import annotations
@@ -386,8 +385,8 @@ def box_segments(lo, hi) -> np.ndarray:
 
 
 STAGE_INTERVAL_S = 0.01         # between two slices of a staged picture: the event loop runs in between
-# a slice's time: 4000 faces took 11 ms on an idle llvmpipe, 13-40 ms beside a running model and spectrum worker
-# (bench responsiveness, traced), on top of the window's paint when both fell into one pass of the event loop
+# a slice's time, kept well under a frame: beside a running model and spectrum worker a software renderer's
+# slices vary several-fold, and a slice adds to the window's paint when both fall into one pass of the event loop
 STAGE_SLICE_S = 0.006
 MIN_STAGE_FACES = 200           # a slice draws at least this many faces (the picture is finished in time)
 
@@ -407,8 +406,8 @@ class SpectrumIsoView:
     def in_steps(cls, view: "scene.widgets.ViewBox", method: str = "auto", max_faces: int | None = None,
                  stage_faces: int | None = None):
         """The view made a piece per step (a generator yielding each piece's name, returning the view): each of
-        its scene visuals took 8-12 ms to make on the CPU, 26-37 ms together, in one pass of a window's event loop
-        (bench responsiveness, traced). Until the last step the view is not complete: nothing may use it."""
+        its scene visuals takes most of a frame's time to make on the CPU, and all of them together in one pass of a
+        window's event loop would be a visible gap. Until the last step the view is not complete: nothing may use it."""
         self = cls.__new__(cls)
         yield from self._made(view, method, max_faces, stage_faces)
         return self

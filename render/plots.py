@@ -420,7 +420,7 @@ def paint_requests_held(canvas):
 def warm_up_steps(canvas, node, size: int = 16):
     """``warm_up``, one drawn piece at a time: yields the name of each after drawing it. A compound visual (an
     axis: its lines and two texts; a label: its text) is drawn a part at a time, so that no step compiles more
-    than one program (a whole axis was the longest staged step: 17-29 ms on llvmpipe and on the H100's host)."""
+    than one program (a whole axis in one step was the longest step of staging a model's plots)."""
     from vispy import gloo
     drawn, invisible = [], None
     for each, start in canvas._generate_draw_order(node):
@@ -439,8 +439,8 @@ def warm_up_steps(canvas, node, size: int = 16):
             canvas.set_current()
             # The canvas's own size: VisPy then maps the canvas to the FBO exactly as to the screen, so the push
             # and pop below leave every transform as it is. An FBO of another size changes the mapping both
-            # ways, and each change goes through all the canvas's visuals (some 350 transform updates, 1,700
-            # events: 75 ms of a 110-135 ms staged step on llvmpipe, cProfile); so the FBO follows the canvas
+            # ways, and each change goes through all the canvas's visuals (hundreds of transform updates and
+            # thousands of events: most of a staged step); so the FBO follows the canvas
             # when it is resized between steps (a hidden dock takes its tab's size). ``size`` is the least side.
             width, height = (max(int(v), size) for v in canvas.physical_size)
             if fbo is None:
@@ -450,7 +450,7 @@ def warm_up_steps(canvas, node, size: int = 16):
                 fbo.resize((height, width))
             # held around the push, the draw and the pop: whatever they update (a visual's data, a compound's
             # prepared parts) must not schedule a full paint of the canvas after each step (a hidden dock's
-            # canvas was painted some 20 times, 50 ms each on llvmpipe)
+            # canvas was otherwise painted whole after every step)
             with paint_requests_held(canvas):
                 canvas.push_fbo(fbo, (0, 0), canvas.size)
                 try:
@@ -463,7 +463,7 @@ def warm_up_steps(canvas, node, size: int = 16):
                 break
             yield name
     # a canvas that shows a cached picture (render/cached_canvas.py) compiles the program showing it at its first
-    # paint otherwise (11 ms of the Graph dock's first show on llvmpipe)
+    # paint otherwise (most of a dock's first show on a software renderer)
     warm_picture = getattr(canvas, "warm_picture_program", None)
     if node is canvas.scene and warm_picture is not None and warm_picture():
         yield "the cached picture's program"
@@ -499,8 +499,7 @@ TEXT_FACE = "OpenSans"                 # VisPy's default face, the one every tex
 def glyph_steps(fonts, per_step: int = 2):
     """Render ``GLYPHS`` into the atlas of ``fonts`` (a VisPy font manager), ``per_step`` glyphs a step (yields
     "glyphs" after each). A glyph's first use otherwise renders it inside the draw that shows it: FreeType, its
-    distance field and the kerning with every glyph the font has, a few ms each on the CPU (4-7 ms on llvmpipe
-    beside a running model)."""
+    distance field and the kerning with every glyph the font has, a few ms each on the CPU."""
     font = fonts.get_font(TEXT_FACE)
     for i in range(0, len(GLYPHS), per_step):
         for char in GLYPHS[i:i + per_step]:

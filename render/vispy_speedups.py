@@ -1,49 +1,37 @@
-"""Two costs VisPy pays again and again that latticelab's windows feel: both fixed by caching, behaviour unchanged.
+"""Work VisPy repeats that latticelab's windows feel, kept instead: each patch replaces one VisPy function with
+one that gives the same result, computed once per input (docs/design/responsiveness.md says where it mattered).
 
-1. Text: every ``TextVisual`` sets its font's 16 x 1024 RGBA spatial-filter kernel as a sampler on each draw
-   (``program['u_kernel'] = font._kernel``, a NumPy array), and a program given an array for a sampler that
-   already holds a texture re-uploads it (vispy/gloo/program.py). A plot dock with a dozen labels and axes sent
-   17 such uploads (about 1 MiB) per redraw, measured. Each font now gets its kernel as a ``gloo.Texture2D``
-   made once -- the texture VisPy would make from the array, with its default sampling.
-2. Shaders: ``Program._parse_variables_from_code`` runs a dozen regular expressions over the whole GLSL source
-   every time a program is (re)built; the window builds about a hundred programs, most with identical sources,
-   which took 1.8 of the 7 s of opening a window on a software renderer (cProfile). The parse depends only on
-   the source text, so its result is kept per source. A text met for the first time is parsed by
-   ``_parsed_variables``, VisPy's parse with a linear comment cut (its regular expression backtracked over every
-   line: 26 of the 64 ms of a label's first draw on llvmpipe, the longest step of making the Coarsening dock).
+The patches, by name (``PATCHES``):
 
-3. Glyphs: each text visual has its own font, which loads every glyph it meets through FreeType (copying the
-   bitmap byte by byte into a Python list: 3 ms a glyph) and renders it to a signed distance field on the CPU
-   (about 4 ms); one window meets 146 glyphs: 1.1 s. Both depend only on (face, size, character) and on
-   (bitmap, stored size), so they are kept for the process; each font still computes its kerning pairs and
-   stores the field in its own atlas.
+- ``font-kernel-texture``: a font's 16 x 1024 filter kernel becomes a texture once, instead of an array that
+  every draw of every text re-uploads as a sampler.
+- ``program-parse``: ``Program._parse_variables_from_code`` kept per shader source, and a first parse that cuts
+  comments line by line (VisPy's comment pattern backtracks over every line).
+- ``glyph-loading`` and ``glyph-distance-field``: a glyph's FreeType bitmap and its signed distance field kept
+  per (face, size, character); each font still computes its kerning and fills its own atlas.
+- ``axis-label-rotation``: an axis sets its label's rotation only when the angle changed (a text given a
+  rotation re-uploads its buffers at its next draw).
+- ``grid-layout`` and ``grid-repr``: a grid places its cells again only when its rectangle or its solver
+  changed; a grid's repr (formatted at every draw for VisPy's disabled profiler) is its address and shape.
+- ``shader-conversion``, ``shader-variables``, ``shader-signature``, ``shader-clean-code``: GLIR's desktop
+  conversion of a shader, the shader parser's variable scan and function signature, and a shader function's
+  indentation stripping, kept per text.
 
-4. Axis labels: every draw of an axis sets its label's rotation again, even when the angle is the same, and a
-   text visual given a rotation uploads new position and rotation buffers at its next draw. A plot dock with six
-   axes did that six times a redraw. The rotation is now set only when the angle changes.
-
-5. Grid layout: every draw of a ``Grid`` reads its layout solver's solution back and sets each cell's position
-   and size again (``_update_child_widget_dim``: NumPy's vectorize over solver variables, about 1 ms a grid on
-   the host, 7 ms of a 48 ms draw of the live plots' canvas), although the solution changes only when the grid's
-   rectangle changes or its solver is rebuilt. It is now skipped when neither happened since the last time: the
-   cells would be given the positions they have. And a canvas's draw formats every drawn node's repr for VisPy's
-   (disabled) profiler, where a ``Grid``'s repr prints its layout array (about 0.3 ms each): a grid's repr is now
-   its address and shape.
-
-6. Shader text: the first draw of each new visual converts its program's GLSL for the desktop (GLIR's
-   ``convert_shader``, a pass over every line) and parses each shader function's declarations with a regular
-   expression per line (``find_program_variables``), although the window's many axes, labels and lines share a
-   handful of sources: about half of the 45 ms of an axis's first draw (cProfile, llvmpipe), the longest steps
-   of making a model's plots ahead. Making a visual strips the indentation of each of its shader functions'
-   code (``Function._clean_code``, line by line: the largest single cost of making an axis, 16 of 96 ms under
-   cProfile) and parses each one's signature. All four depend only on the text, and are kept per text.
-
-``install()`` is idempotent and runs when ``latticelab.render`` is imported.
+They are applied only on the VisPy versions they were checked on (``VERIFIED_VISPY``, major.minor), because
+several replace private functions; on any other version VisPy is left alone and one line is logged. Setting the
+environment variable ``LATTICELAB_VISPY_SPEEDUPS=0`` (or off, no, false) leaves VisPy alone on every version.
+Each replacement keeps VisPy's function as its ``original``; ``uninstall()`` puts them all back.
+``install()`` is idempotent and runs when ``latticelab.render`` is imported. tests/test_vispy_speedups.py
+compares every patched function with VisPy's own on a case.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
+import os
 import re
+from typing import Callable
 
 import numpy as np
 import vispy.gloo.glir as vispy_glir
@@ -57,19 +45,88 @@ from vispy import gloo
 
 _MARK = "_latticelab_cached"
 _PARSED: dict[str, dict] = {}
+log = logging.getLogger(__name__)
+
+ENVIRONMENT_SWITCH = "LATTICELAB_VISPY_SPEEDUPS"     # 0, off, no or false: leave VisPy alone
+VERIFIED_VISPY = ("0.15", "0.16", "0.17")             # major.minor versions tests/test_vispy_speedups.py passed on
 
 
-def install() -> None:
-    _install_font_kernel_texture()
-    _install_parse_cache()
-    _install_glyph_cache()
-    _replace(vispy_axis.AxisVisual, "_prepare_draw", _rotate_label_when_turned)
-    _replace(vispy_grid.Grid, "_update_child_widget_dim", _layout_only_when_changed)
-    _replace(vispy_grid.Grid, "__repr__", _short_grid_repr)
-    _replace(vispy_glir, "convert_shader", _kept_per_text)
-    _replace(vispy_parsing, "find_program_variables", _variables_kept_per_text)
-    _replace(vispy_parsing, "parse_function_signature", _signature_kept_per_text)
-    _replace(vispy_function.Function, "_clean_code", _cleaned_code_kept_per_text)
+@dataclasses.dataclass(frozen=True)
+class Patch:
+    """``owner.attribute`` replaced by ``wrap(original)``."""
+    name: str
+    owner: object
+    attribute: str
+    wrap: Callable
+
+
+def _patches() -> tuple[Patch, ...]:
+    patches = [
+        Patch("font-kernel-texture", vispy_text.TextureFont, "__init__", _kernel_as_texture),
+        Patch("program-parse", gloo_program.Program, "_parse_variables_from_code", _parse_kept_per_source),
+        Patch("glyph-distance-field", vispy_text.SDFRendererCPU, "render_to_texture", _cached_distance_field),
+        Patch("axis-label-rotation", vispy_axis.AxisVisual, "_prepare_draw", _rotate_label_when_turned),
+        Patch("grid-layout", vispy_grid.Grid, "_update_child_widget_dim", _layout_only_when_changed),
+        Patch("grid-repr", vispy_grid.Grid, "__repr__", _short_grid_repr),
+        Patch("shader-conversion", vispy_glir, "convert_shader", _kept_per_text),
+        Patch("shader-variables", vispy_parsing, "find_program_variables", _variables_kept_per_text),
+        Patch("shader-signature", vispy_parsing, "parse_function_signature", _signature_kept_per_text),
+        Patch("shader-clean-code", vispy_function.Function, "_clean_code", _cleaned_code_kept_per_text),
+    ]
+    loader = getattr(vispy_text._load_glyph, "original", vispy_text._load_glyph)
+    if loader.__module__.endswith("_freetype"):       # the FreeType loader (Linux); not macOS's
+        patches.append(Patch("glyph-loading", vispy_text, "_load_glyph", _cached_glyph_loading))
+    return tuple(patches)
+
+
+def version_verified(version: str | None = None) -> bool:
+    """Whether VisPy ``version`` (default: the installed one) is one the patches were checked on."""
+    import vispy
+    parts = (version or vispy.__version__).split(".")
+    return ".".join(parts[:2]) in VERIFIED_VISPY
+
+
+def switched_off() -> bool:
+    return os.environ.get(ENVIRONMENT_SWITCH, "").strip().lower() in ("0", "off", "no", "false")
+
+
+_said: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    if message not in _said:
+        _said.add(message)
+        log.info(message)
+
+
+def install() -> bool:
+    """Apply every patch, unless switched off or on a VisPy version they were not checked on (then say why, once).
+    Returns whether the patches are in place."""
+    import vispy
+    if switched_off():
+        _say_once(f"VisPy left unpatched: {ENVIRONMENT_SWITCH}={os.environ[ENVIRONMENT_SWITCH]}")
+        return False
+    if not version_verified():
+        _say_once(f"VisPy {vispy.__version__} left unpatched: render/vispy_speedups.py was checked on VisPy "
+                  f"{', '.join(VERIFIED_VISPY)} only (docs/architecture.md, \"VisPy patches\")")
+        return False
+    for patch in _patches():
+        _replace(patch.owner, patch.attribute, patch.wrap)
+    return True
+
+
+def installed(name: str) -> bool:
+    """Whether the patch ``name`` is in place."""
+    patch = next(p for p in _patches() if p.name == name)
+    return getattr(getattr(patch.owner, patch.attribute), _MARK, False)
+
+
+def uninstall(names=None) -> None:
+    """Put VisPy's own functions back (those of the patches ``names``, default all)."""
+    for patch in _patches():
+        current = getattr(patch.owner, patch.attribute)
+        if (names is None or patch.name in names) and getattr(current, _MARK, False):
+            setattr(patch.owner, patch.attribute, current.original)
 
 
 SHADER_TEXTS_KEPT = 4096     # distinct texts kept by each cache (the window meets a few hundred)
@@ -193,13 +250,8 @@ def _replace(owner, name: str, wrap) -> None:
         return
     replacement = wrap(original)
     setattr(replacement, _MARK, True)
+    replacement.original = original        # VisPy's own: for the tests and uninstall()
     setattr(owner, name, replacement)
-
-
-def _install_glyph_cache() -> None:
-    _replace(vispy_text.SDFRendererCPU, "render_to_texture", _cached_distance_field)
-    if vispy_text._load_glyph.__module__.endswith("_freetype"):   # the FreeType loader (Linux); not macOS's
-        _replace(vispy_text, "_load_glyph", _cached_glyph_loading)
 
 
 def _cached_glyph_loading(loader):
@@ -236,16 +288,15 @@ def _cached_distance_field(original):
     return render_to_texture
 
 
-def _install_font_kernel_texture() -> None:
-    def wrap(original):
-        def __init__(self, *args, **kwargs):
-            original(self, *args, **kwargs)
-            kernel = getattr(self, "_kernel", None)
-            if isinstance(kernel, np.ndarray):
-                self._kernel = gloo.Texture2D(kernel)
-        return __init__
-
-    _replace(vispy_text.TextureFont, "__init__", wrap)
+def _kernel_as_texture(original):
+    """TextureFont.__init__, with the font's filter kernel made a texture once (VisPy's array would be uploaded as
+    a sampler at every draw of every text)."""
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        kernel = getattr(self, "_kernel", None)
+        if isinstance(kernel, np.ndarray):
+            self._kernel = gloo.Texture2D(kernel)
+    return __init__
 
 
 def _parse_original(program) -> dict:
@@ -285,16 +336,14 @@ def _parsed_variables(source: str) -> dict:
     return variables
 
 
-def _install_parse_cache() -> None:
-    def wrap(original):
-        def _parse_variables_from_code(self, update_variables=True):
-            source = "\n\n".join(shader.code for shader in self._shaders)
-            parsed = _PARSED.get(source)
-            if parsed is None:
-                parsed = _PARSED[source] = _parsed_variables(source)
-            self._code_variables = dict(parsed)
-            if update_variables:
-                self._process_pending_variables()
-        return _parse_variables_from_code
-
-    _replace(gloo_program.Program, "_parse_variables_from_code", wrap)
+def _parse_kept_per_source(original):
+    """Program._parse_variables_from_code, its result kept per source text (first found by ``_parsed_variables``)."""
+    def _parse_variables_from_code(self, update_variables=True):
+        source = "\n\n".join(shader.code for shader in self._shaders)
+        parsed = _PARSED.get(source)
+        if parsed is None:
+            parsed = _PARSED[source] = _parsed_variables(source)
+        self._code_variables = dict(parsed)
+        if update_variables:
+            self._process_pending_variables()
+    return _parse_variables_from_code

@@ -85,10 +85,9 @@ def initialise_gpu_libraries(xp) -> list[str]:
 
     Why: a library's first use in a process loads its modules into the CUDA context and holds the context's
     lock meanwhile. Made first by a worker thread (a model being built while the window runs another), it
-    blocked the GUI thread's CUDA calls: on the H100, a first 1024^2 cuFFT transform on one thread stopped
-    another thread's kernel launches for 60-356 ms; after an 8-point plan made here (20 ms) it stopped them
-    for under 5 ms (bench/NOTES.md, "Third session of 2026-11-24"). The application calls this once, before its
-    window shows."""
+    blocked the GUI thread's CUDA calls: a first cuFFT transform on one thread stopped another thread's kernel
+    launches for a large part of a second, and after a tiny plan made here only for a few milliseconds
+    (docs/design/window-gpu.md). The application calls this once, before its window shows."""
     if xp is numpy:
         return []
     from cupy.cuda import cufft, curand

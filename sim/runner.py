@@ -126,7 +126,7 @@ def sliding_std(values: np.ndarray, window: int, first_index: int = 0) -> np.nda
 class FirstLook:
     """``model`` with what a runner records of it when it adopts it -- its observables and the cells its last step
     changed -- taken where it is made (a worker thread builds a model, then makes its FirstLook), so that the
-    thread that adopts it does not compute them: on a 2048^2 lattice on the CPU they took 18 ms of the window's
+    thread that adopts it does not compute them: on a large lattice on the CPU they would be most of the window's
     swap of a new model."""
 
     def __init__(self, model):

@@ -10,8 +10,8 @@
 - PFHub benchmark 1: F(0) from the formula, and one step in PFHub's own variables equals ours (the mapping);
 - bad parameters (unstable dt, phi0 outside [-1, 1]) are refused by name and leave a running model as it was;
 - every CUDA stage kernel (row-blocked, cache-read) equals its NumPy twin, on grids smaller
-  and larger than a block or strip (CPU emulator; and on a GPU, marked gpu); the GPU stepper writes into two kept buffers
-  (more sizes for the row-blocked kernel in test_cahn_hilliard_fd_kernels.py);
+  and larger than a block or strip (CPU emulator; and on a GPU, marked gpu); the GPU stepper writes into two kept
+  buffers (more sizes for the row-blocked kernel in test_cahn_hilliard_fd_kernels.py);
 - save / resume is exact for the spectral integrator with adaptive steps and thermal noise;
 - slow: the coarsening length grows as t^(1/3) in 2D.
 """

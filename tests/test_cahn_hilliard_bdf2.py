@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 from latticelab.sim.backend import to_numpy
-from latticelab.sim.models.cahn_hilliard import spectral
 from latticelab.sim.models.cahn_hilliard.model import CahnHilliardModel
 from latticelab.sim.models.cahn_hilliard.spectral import MAX_RATIO, SpectralStepper, stabiliser
 from latticelab.sim.state import load_state, save_state

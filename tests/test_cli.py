@@ -42,5 +42,6 @@ def test_without_a_display_the_default_command_runs_headless_and_gui_says_why(mo
            if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     default = subprocess.run([sys.executable, "-m", "latticelab"], capture_output=True, text=True, timeout=300, env=env)
     assert default.returncode == 0 and "headless" in default.stderr and "energy" in default.stdout
-    gui = subprocess.run([sys.executable, "-m", "latticelab", "gui"], capture_output=True, text=True, timeout=120, env=env)
+    gui = subprocess.run([sys.executable, "-m", "latticelab", "gui"], capture_output=True, text=True, timeout=120,
+                         env=env)
     assert gui.returncode == 2 and "no display" in gui.stderr and "Traceback" not in gui.stderr

@@ -1,4 +1,5 @@
-"""sim/models/ising/clusters.py: like-spin clusters over the rewired graph against a brute-force breadth-first search."""
+"""sim/models/ising/clusters.py: like-spin clusters over the rewired graph against a brute-force breadth-first
+search."""
 from collections import deque
 
 import numpy as np

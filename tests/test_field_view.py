@@ -19,8 +19,8 @@ from helpers import scene_canvas
 
 from latticelab.render import interop
 from latticelab.sim.models.ising import picture as ising
-from latticelab.sim.picture import (SCALAR_ENCODER, SCALAR_HIGHLIGHT, CellEncoder, Picture, encode_scalar, palette_bytes,
-                                    scalar_picture)
+from latticelab.sim.picture import (SCALAR_ENCODER, SCALAR_HIGHLIGHT, CellEncoder, Picture, encode_scalar,
+                                    palette_bytes, scalar_picture)
 
 SIZE = 200
 

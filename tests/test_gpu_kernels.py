@@ -28,7 +28,7 @@ def metropolis_twin(lattice, spins: np.ndarray, T: float, key) -> tuple[np.ndarr
     s = spins.astype(np.int64).reshape(-1).copy()
     colour = site_colour(np.arange(s.size), dim, L)
     k_max = max(lattice.max_degree, 2 * dim)
-    table = philox.threshold32(np.exp(-2.0 * np.arange(k_max + 1) / T))
+    table = philox.threshold64(np.exp(-2.0 * np.arange(k_max + 1) / T))
     flipped = np.zeros(s.size, dtype=bool)
     for c in (0, 1):
         grid = s.reshape((L,) * dim)
@@ -39,7 +39,7 @@ def metropolis_twin(lattice, spins: np.ndarray, T: float, key) -> tuple[np.ndarr
             h[adj.sites] = np.bincount(owner, weights=s[adj.neighbours], minlength=adj.sites.size).astype(np.int64)
         sites = np.flatnonzero(colour == c)
         k = s[sites] * h[sites]
-        r = philox.metropolis_uniforms(key, c, sites)
+        r = philox.metropolis_numbers(key, c, sites)   # all 64 bits: the full-precision comparison
         flip = (k <= 0) | (r < table[np.clip(k, 0, k_max)])
         s[sites[flip]] *= -1
         flipped[sites[flip]] = True
@@ -174,14 +174,16 @@ def test_multispin_sweeps_match_their_numpy_twin(device):
     """metropolis_sweeps on packed spins: the twin's spins after every call and the last sweep's mask."""
     from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
-    for dim, L, p in MULTISPIN_CASES[device]:
+    for (dim, L, p), inline in itertools.product(MULTISPIN_CASES[device], (True, False)):
+        if inline is False and p == 0:
+            continue  # no modified sites: one way only
         lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
-        engine = CudaEngine(xp, lattice)
+        engine = CudaEngine(xp, lattice, inline_modified=inline)
         host = random_spins((L,) * dim, seed=L)
         spins = xp.asarray(host)
         rng = StreamRNG(xp, 11)
         for T, n in ((1.0, 2), (2.269, 3), (4.5115, 2), (9.0, 2)):
-            where = f"{dim}D L={L} p={p} T={T}"
+            where = f"{dim}D L={L} p={p} inline={inline} T={T}"
             mask_expected = None
             for _ in range(n):
                 host, mask_expected = metropolis_twin(lattice, host, T, (rng.seed, rng.streams_used))
@@ -195,39 +197,93 @@ def test_multispin_sweeps_match_their_numpy_twin(device):
             else:
                 assert mask is None
         assert rng.streams_used == 9
+        # decided apart (multispin_decide_modified) exactly when asked and there are modified sites
+        assert engine._multispin["modified_apart"] == (not inline and p > 0)
 
 
-def _key_with_ties(dim: int, L: int, T: float, tries: int = 400) -> tuple[int, int]:
-    """A (seed, stream) under which some site's high 16 bits equal a threshold's: the kernels' exact path."""
-    sites = np.arange(L ** dim)
-    colour = site_colour(sites, dim, L)
-    highs = philox.threshold32(np.exp(-2.0 * np.arange(2, 2 * dim + 1, 2) / T)) >> np.uint32(16)
-    for stream in range(tries):
-        for c in (0, 1):
-            numbers = philox.metropolis_uniforms((3, stream), c, sites[colour == c]) >> np.uint32(16)
-            if np.isin(numbers, highs).sum() >= 1:
-                return 3, stream
-    raise AssertionError("no tie found")
+def _top_byte_ties(lattice, host: np.ndarray, T: float, key) -> int:
+    """How many sites of the first half-sweep (colour 0) from ``host`` have a top byte equal to their
+    threshold's: the sites the kernels decide on their low 56 bits."""
+    dim, L = lattice.dim, lattice.L
+    s = host.astype(np.int64).reshape(-1)
+    h = sum(np.roll(host.astype(np.int64), shift, axis) for axis in range(dim) for shift in (1, -1)).reshape(-1)
+    sites = np.flatnonzero(site_colour(np.arange(s.size), dim, L) == 0)
+    k = s[sites] * h[sites]
+    table = philox.threshold64(np.exp(-2.0 * np.arange(2 * dim + 1) / T))
+    top = philox.metropolis_numbers(key, 0, sites) >> np.uint64(56)
+    return int(((k > 0) & (top == table[np.clip(k, 0, 2 * dim)] >> np.uint64(56))).sum())
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_multispin_ties_take_the_exact_path(device):
-    """A sweep whose numbers tie a threshold in their high 16 bits is decided on all 32 bits, like the twin."""
+    """Sweeps whose sites tie a threshold in their top 8 bits (about one site in 256) are decided on all 64 bits,
+    like the twin's full comparison: the packed kernel's tie path runs and agrees site by site."""
     from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
     for dim, L, T in ((2, 64, 2.269), (3, 64, 4.5115)):
         lattice = build_lattice(dim, L, 0.0, "all", np.random.default_rng(1))
-        seed, stream = _key_with_ties(dim, L, T)
         engine = CudaEngine(xp, lattice)
-        # a cold start: most sites have k = 2*dim, so the tied sites' decisions rest on their low halves
+        # a cold start: most sites have k = 2*dim and draw bits
         for start in (np.ones((L,) * dim, np.int8), random_spins((L,) * dim, seed=5)):
+            assert _top_byte_ties(lattice, start, T, (3, 40)) > 0, f"{dim}D: no tie to test"
             expected = start
             for i in range(2):
-                expected, mask_expected = metropolis_twin(lattice, expected, T, (seed, stream + i))
-            rng = StreamRNG(xp, seed, stream)
+                expected, mask_expected = metropolis_twin(lattice, expected, T, (3, 40 + i))
+            rng = StreamRNG(xp, 3, 40)
             spins, mask = engine.metropolis_sweeps(xp.asarray(start), T, rng, 2)
             np.testing.assert_array_equal(to_numpy(spins), expected, err_msg=f"{dim}D")
             np.testing.assert_array_equal(to_numpy(mask), mask_expected, err_msg=f"{dim}D")
+
+
+def _forced_tie_thresholds(numbers: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Thresholds whose top byte equals each number's, with low 56 bits: equal to the number's (R == P: no
+    flip), one above, one below, and random -- every one a tie the top byte cannot decide."""
+    low_mask = np.uint64((1 << 56) - 1)
+    top, low = numbers & ~low_mask, numbers & low_mask
+    random_low = rng.integers(0, 1 << 56, size=numbers.size, dtype=np.uint64)
+    choice = np.arange(numbers.size) % 4
+    # low + 1 and low - 1 stay inside the 56 bits but for the two extreme values (probability 2^-55)
+    forced = np.select([choice == 0, choice == 1, choice == 2], [low, np.minimum(low + np.uint64(1), low_mask),
+                                                                 np.maximum(low, np.uint64(1)) - np.uint64(1)],
+                       random_low)
+    return top | forced
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_forced_ties_are_decided_as_the_full_64_bit_comparison(device):
+    """The exact lazy comparison with every site tied in its top byte: the per-site rule (metropolis_sites,
+    metropolis_modified) and the packed rule (bit planes, bit-sliced comparison, then the ties) against R < P
+    on the twin's whole 64-bit numbers, for P equal to R, one above, one below and random in the low bits."""
+    from latticelab.sim.gpu.kernels import get_kernel
+    from latticelab.sim.models.ising.gpu import KERNEL_DIR
+    xp = device_xp(device)
+    names = ("metropolis_site_probe<0>", "metropolis_word_probe<0>")
+    site_probe, word_probe = (get_kernel(xp, KERNEL_DIR / "metropolis_probe.cu", name, names) for name in names)
+    rng = np.random.default_rng(9)
+    for (seed, stream), colour in itertools.product(((3, 40), (2 ** 63 + 5, 2 ** 40 + 1)), (0, 1)):
+        key_args = tuple(np.uint32(v) for v in (*philox.split64(seed), *philox.split64(stream)))
+        # per site: 512 sites, every threshold forced to tie
+        sites = rng.choice(1 << 20, size=512, replace=False).astype(np.int32)
+        numbers = philox.metropolis_numbers((seed, stream), colour, sites)
+        thresholds = _forced_tie_thresholds(numbers, rng)
+        out = xp.zeros(sites.size, dtype=xp.uint8)
+        site_probe((-(-sites.size // 128),), (128,), (out, xp.asarray(sites), xp.asarray(thresholds),
+                                                      np.int32(sites.size), np.int32(colour), *key_args))
+        np.testing.assert_array_equal(to_numpy(out).astype(bool), numbers < thresholds)
+        # per word: word w's threshold ties its site w % 32 (its other sites mostly decided by the top byte)
+        n_words = 256
+        q = np.arange(32 * n_words)
+        numbers = philox.metropolis_numbers((seed, stream), colour, 2 * q).reshape(n_words, 32)
+        tied = numbers[np.arange(n_words), np.arange(n_words) % 32]
+        thresholds = _forced_tie_thresholds(tied, rng)
+        out = xp.zeros(n_words, dtype=xp.uint32)
+        word_probe((-(-n_words // 64),), (64,), (out, xp.asarray(thresholds), np.int32(n_words), np.int32(colour),
+                                                 *key_args))
+        below = numbers < thresholds[:, None]
+        expected = (below.astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
+        np.testing.assert_array_equal(to_numpy(out), expected)
+        assert (below[np.arange(n_words), np.arange(n_words) % 32]).any()  # some ties accepted ...
+        assert not below[np.arange(0, n_words, 4), np.arange(0, n_words, 4) % 32].any()  # ... and R == P never
 
 
 @pytest.mark.gpu
@@ -277,16 +333,18 @@ def test_a_packed_frame_measures_each_sweep_and_unions_the_flips(device):
     from the twin's spins and the lattice's edges."""
     from latticelab.sim.models.ising.gpu.engine import CudaEngine
     xp = device_xp(device)
-    for dim, L, p in FRAME_CASES[device]:
+    for (dim, L, p), inline in itertools.product(FRAME_CASES[device], (True, False)):
+        if inline is False and p == 0:
+            continue  # no modified sites: one way only
         lattice = build_lattice(dim, L, p, "all", np.random.default_rng(L + dim))
-        engine = CudaEngine(xp, lattice)
+        engine = CudaEngine(xp, lattice, inline_modified=inline)
         host = random_spins((L,) * dim, seed=L)
         spins = xp.asarray(host)
         for T, n in ((2.269 if dim == 2 else 4.5115, 3), (1.0, 2)):
             twin_rng, rng = StreamRNG(np, 21, 2), StreamRNG(xp, 21, 2)
             host, union, rows = _twin_frame(lattice, host, T, twin_rng, n)
             spins, mask, totals = engine.metropolis_frame(spins, T, rng, n)
-            where = f"{dim}D L={L} p={p} T={T}"
+            where = f"{dim}D L={L} p={p} inline={inline} T={T}"
             np.testing.assert_array_equal(to_numpy(spins), host, err_msg=where)
             np.testing.assert_array_equal(to_numpy(mask), union, err_msg=where)
             np.testing.assert_array_equal(totals, rows, err_msg=where)

@@ -184,7 +184,8 @@ def test_owning_canvas_is_none_for_an_object_no_canvas_has_seen(canvas):
     from vispy import gloo
 
     assert interop.owning_canvas(gloo.Texture2D(np.zeros((4, 4, 1), np.uint8))) is None
-    assert interop.try_upload_texture(gloo.Texture2D(np.zeros((4, 4, 1), np.uint8)), np.zeros((4, 4), np.uint8)) is False
+    texture = gloo.Texture2D(np.zeros((4, 4, 1), np.uint8))
+    assert interop.try_upload_texture(texture, np.zeros((4, 4), np.uint8)) is False
 
 
 def test_importing_interop_does_not_import_cuda():

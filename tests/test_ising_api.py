@@ -146,7 +146,8 @@ def test_bad_parameters_name_themselves(kwargs, parameter):
 def test_lattice_too_big_for_memory_is_refused_before_allocating(monkeypatch):
     from latticelab.sim import memory
     monkeypatch.setattr(memory, "available_bytes", lambda backend: 2 ** 30)
-    with pytest.raises(ParameterError, match="L: Rewired Ising model with L = 8192 needs about 1.6 GiB of host memory; only 1.0 GiB"):
+    refusal = "L: Rewired Ising model with L = 8192 needs about 1.6 GiB of host memory; only 1.0 GiB"
+    with pytest.raises(ParameterError, match=refusal):
         IsingModel(dim=2, L=8192, backend="numpy")
 
 

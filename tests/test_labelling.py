@@ -1,4 +1,5 @@
-"""Connected-component labelling: the CPU reference (sim/models/ising/swendsen_wang.py and sim/analysis/components.py) and the GPU kernels (sim/gpu/labelling.py).
+"""Connected-component labelling: the CPU reference (sim/models/ising/swendsen_wang.py and
+sim/analysis/components.py) and the GPU kernels (sim/gpu/labelling.py).
 
 The CPU reference is checked against scipy.ndimage.label on the regular lattice (with the periodic seams
 joined by hand) and against an independent NumPy union-find on rewired graphs with random bonds; the

@@ -47,7 +47,7 @@ def _clean_env() -> dict[str, str]:
 
 def copy_packages(destination: Path) -> Path:
     """The repository's packages laid out as the tree (top-level folders beside the root modules)."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "results", "NOTES.md")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "results")
     destination.mkdir(parents=True, exist_ok=True)
     for package in PACKAGES:
         shutil.copytree(ROOT / package, destination / package, ignore=ignore)

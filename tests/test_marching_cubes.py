@@ -173,7 +173,7 @@ def host_kernel(tmp_path_factory):
             np.ascontiguousarray(vol, np.float32).tofile(f)
         subprocess.run([str(d / "mc"), str(d / "in.bin"), str(d / "out.bin")], check=True)
         raw = np.fromfile(d / "out.bin", dtype=np.int32)
-        nv, nt = raw[0], raw[1]
+        nv = raw[0]                                   # raw[1]: the triangle count, implied by the rest
         floats = raw[2:2 + 6 * nv].view(np.float32)
         return floats[:3 * nv].reshape(-1, 3), floats[3 * nv:].reshape(-1, 3), raw[2 + 6 * nv:].reshape(-1, 3)
     return run

@@ -24,19 +24,20 @@ from helpers import device_xp, random_spins
 SWEEPS = 3
 
 
-def _one_device(xp, lattice, host, T, n, seed=11, first=0):
+def _one_device(xp, lattice, host, T, n, seed=11, first=0, inline_modified=None):
     """n packed sweeps of CudaEngine on one device: (spins, last sweep's mask, (bond sum, spin sum))."""
     from latticelab.sim.models.ising.gpu.engine import CudaEngine
-    engine = CudaEngine(xp, lattice)
+    engine = CudaEngine(xp, lattice, inline_modified=inline_modified)
     spins, mask = engine.metropolis_sweeps(xp.asarray(host.copy()), T, StreamRNG(xp, seed, first), n)
     return to_numpy(spins), to_numpy(mask), engine.measure(spins)
 
 
-def _split(xp, devices, lattice, host, T, n, overlap=True, exchanger="peer", seed=11, first=0, graphs=True):
+def _split(xp, devices, lattice, host, T, n, overlap=True, exchanger="peer", seed=11, first=0, graphs=True,
+           inline_modified=None):
     from latticelab.sim.models.ising.gpu.slabs import SlabMetropolis
     parts = make_parts(xp, devices)
     engine = SlabMetropolis(parts, make_exchanger(parts, exchanger), lattice.dim, lattice.L, lattice,
-                            overlap=overlap, graphs=graphs)
+                            overlap=overlap, graphs=graphs, inline_modified=inline_modified)
     engine.load(host)
     np.testing.assert_array_equal(engine.spins(), host)
     engine.sweeps(T, seed, first, n, mask="last")
@@ -80,6 +81,28 @@ def test_slabs_on_the_cpu_end_in_the_one_device_state(dim, L, p, sweeps):
             engine = _split(xp, devices, lattice, host, T, sweeps, overlap=overlap)
             assert engine.depth == (8 if dim == 2 and p == 0 else 1)
             _assert_same(engine, expected, f"{dim}D L={L} p={p} {len(devices)} parts overlap={overlap}")
+
+
+@pytest.mark.parametrize("dim, L, p", [(2, 128, 0.05), (3, 64, 0.01)])
+def test_modified_sites_decided_apart_on_slabs_take_the_one_device_decisions(dim, L, p):
+    """Rewired sites well above N/1000: on one device and on 1, 2 and 4 slabs they are decided by
+    multispin_decide_modified (global site numbers, each slab's own sites and decision bits), and the result is
+    that of the packed pass deciding them inline, bit for bit."""
+    xp = device_xp("emulator")
+    lattice = build_lattice(dim, L, p, "all", np.random.default_rng(5 + dim))
+    assert lattice.modified_sites.size * 1000 > 10 * L ** dim
+    host = random_spins((L,) * dim, seed=L + 1)
+    T = 2.269 if dim == 2 else 4.5115
+    inline = _one_device(xp, lattice, host, T, SWEEPS, inline_modified=True)
+    apart = _one_device(xp, lattice, host, T, SWEEPS)
+    for a, b in zip(inline, apart):
+        np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+    for devices in ((0,), (0, 1), (0, 1, 2, 3)):
+        for inline_modified in (False, True):
+            engine = _split(xp, devices, lattice, host, T, SWEEPS, inline_modified=inline_modified)
+            assert engine.modified_apart == (not inline_modified)
+            assert all(sum(state.colour_rows) for state in engine.states)
+            _assert_same(engine, inline, f"{dim}D {len(devices)} parts inline={inline_modified}")
 
 
 def test_the_gathered_rewired_neighbours_and_the_halos_are_what_makes_them_equal():

@@ -1,6 +1,10 @@
-"""render/vispy_speedups.py caches what VisPy recomputes; these check that the cached results are the ones VisPy
-computes itself (parsed shader variables, glyph bitmaps and kerning) and that text draws the same pixels."""
+"""render/vispy_speedups.py caches what VisPy recomputes; these check, patch by patch, that the patched function
+gives what VisPy's own gives on a case (``TESTED`` names the test of each patch), and that the patches are applied
+only on a checked VisPy version and not when switched off."""
 from __future__ import annotations
+
+import contextlib
+import logging
 
 import numpy as np
 import pytest
@@ -76,12 +80,19 @@ def test_glyphs_from_the_cache_equal_vispys_and_keep_their_kerning():
         assert ours[char]["kerning"] == glyph["kerning"], char
 
 
-def test_text_draws_the_same_pixels_with_cached_glyphs_and_kernel_texture():
+def _text_canvas(text: str, size: int):
+    """A canvas with ``text`` in white in the middle of a view; returns the canvas and the view."""
     from vispy import scene
     canvas = scene_canvas(160)
     view = canvas.central_widget.add_view()
     view.camera = scene.PanZoomCamera(rect=(0, 0, 1, 1))
-    scene.visuals.Text("Ising 2.269 AV", color="white", font_size=14, pos=(0.5, 0.5), parent=view.scene)
+    scene.visuals.Text(text, color="white", font_size=size, pos=(0.5, 0.5), parent=view.scene)
+    return canvas, view
+
+
+def test_text_draws_the_same_pixels_with_cached_glyphs_and_kernel_texture():
+    from vispy import scene
+    canvas, view = _text_canvas("Ising 2.269 AV", 14)
     first = canvas.render(alpha=False)
     assert (first[..., :3] > 128).sum() > 50                                     # the text is drawn
     scene.visuals.Text("Ising 2.269 AV", color="white", font_size=14, pos=(0.5, 0.5), parent=view.scene)
@@ -101,7 +112,6 @@ def _cells(grid) -> list[tuple]:
 
 
 def test_a_grid_lays_its_cells_out_as_vispy_does_and_only_again_when_its_rectangle_changes():
-    from vispy import scene
     canvas = scene_canvas(200)
     grid = canvas.central_widget.add_grid(spacing=2)
     left, right = grid.add_widget(row=0, col=0), grid.add_widget(row=0, col=1)
@@ -162,3 +172,134 @@ def test_shader_texts_converted_and_parsed_once_give_vispys_own_results():
     assert signature.cache_info().hits > 0 and clean.cache_info().hits > 0
     first.close()
     second.close()
+
+
+@contextlib.contextmanager
+def _without(*names):
+    """VisPy's own functions for the patches ``names`` while the block runs; the patches again after it."""
+    vispy_speedups.uninstall(names)
+    try:
+        yield
+    finally:
+        assert vispy_speedups.install()
+
+
+def test_text_with_the_kernel_as_a_texture_draws_vispys_pixels():
+    def drawn():
+        canvas, _ = _text_canvas("T_c = 2.269 AVW", 13)
+        picture = canvas.render(alpha=False)
+        canvas.close()
+        return picture
+
+    ours = drawn()
+    with _without("font-kernel-texture"):
+        theirs = drawn()
+    assert (ours[..., :3] > 128).sum() > 50
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_kept_distance_field_is_vispys():
+    import vispy.visuals.text.text as vispy_text
+    renderer = vispy_text.SDFRendererCPU()
+    patched = type(renderer).render_to_texture
+    bitmap = np.zeros((40, 30), np.uint8)
+    bitmap[8:32, 10:14] = 255                  # a glyph-like bar with a foot
+    bitmap[28:32, 6:24] = 255
+    size = (10, 13)
+    ours, again, theirs = (np.zeros((20, 20, 3), np.float32) for _ in range(3))   # an atlas: 3 channels
+    patched(renderer, bitmap, ours, (3, 4), size)
+    patched(renderer, bitmap, again, (3, 4), size)          # from the cache
+    patched.original(renderer, bitmap, theirs, (3, 4), size)
+    assert np.abs(theirs).sum() > 0
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(again, theirs)
+
+
+def test_an_axis_turning_its_label_only_when_turned_draws_vispys_pixels():
+    from vispy import scene
+
+    def drawn():
+        canvas = scene_canvas(160)
+        grid = canvas.central_widget.add_grid()
+        axis = grid.add_widget(scene.AxisWidget(orientation="left", axis_label="energy [J]"), row=0, col=0)
+        view = grid.add_view(row=0, col=1)
+        axis.link_view(view)
+        view.camera = scene.PanZoomCamera(rect=(0, -2, 1, 2))
+        canvas.render(alpha=False)
+        picture = canvas.render(alpha=False)           # the second draw: the label's rotation set (or kept)
+        angle = axis.axis._axis_label_vis.rotation
+        canvas.close()
+        return picture, angle
+
+    ours, our_angle = drawn()
+    with _without("axis-label-rotation"):
+        theirs, their_angle = drawn()
+    assert our_angle == their_angle != 0
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_grids_short_repr_names_its_shape():
+    from vispy import scene
+    grid = scene.widgets.Grid()
+    grid.add_widget(row=1, col=2)
+    ours = repr(grid)
+    theirs = type(grid).__repr__.original(grid)
+    assert ours == f"<Grid at {hex(id(grid))}: 2x3>" and ours != theirs
+
+
+TESTED = {
+    "font-kernel-texture": test_text_with_the_kernel_as_a_texture_draws_vispys_pixels,
+    "program-parse": test_parsed_shader_variables_equal_vispys_own_parse,
+    "glyph-loading": test_glyphs_from_the_cache_equal_vispys_and_keep_their_kerning,
+    "glyph-distance-field": test_a_kept_distance_field_is_vispys,
+    "axis-label-rotation": test_an_axis_turning_its_label_only_when_turned_draws_vispys_pixels,
+    "grid-layout": test_a_grid_lays_its_cells_out_as_vispy_does_and_only_again_when_its_rectangle_changes,
+    "grid-repr": test_a_grids_short_repr_names_its_shape,
+    "shader-conversion": test_shader_texts_converted_and_parsed_once_give_vispys_own_results,
+    "shader-variables": test_shader_texts_converted_and_parsed_once_give_vispys_own_results,
+    "shader-signature": test_shader_texts_converted_and_parsed_once_give_vispys_own_results,
+    "shader-clean-code": test_shader_texts_converted_and_parsed_once_give_vispys_own_results,
+}
+
+
+def test_every_patch_is_installed_and_has_a_test():
+    names = {patch.name for patch in vispy_speedups._patches()}
+    assert names <= set(TESTED), f"patches without a test: {sorted(names - set(TESTED))}"
+    assert all(vispy_speedups.installed(name) for name in names)
+
+
+def _originals():
+    return {p.name: getattr(p.owner, p.attribute).original for p in vispy_speedups._patches()}
+
+
+def test_an_unchecked_vispy_version_is_left_alone_and_said_once(monkeypatch, caplog):
+    import vispy
+    originals = _originals()
+    monkeypatch.setattr(vispy, "__version__", "0.13.4")
+    vispy_speedups.uninstall()
+    try:
+        with caplog.at_level(logging.INFO, logger=vispy_speedups.__name__):
+            assert vispy_speedups.install() is False
+            assert vispy_speedups.install() is False
+        for patch in vispy_speedups._patches():
+            assert getattr(patch.owner, patch.attribute) is originals[patch.name], patch.name
+        said = [r.getMessage() for r in caplog.records if "0.13.4" in r.getMessage()]
+        assert len(said) == 1 and "left unpatched" in said[0]
+    finally:
+        monkeypatch.undo()
+        assert vispy_speedups.install()
+    assert not vispy_speedups.version_verified("0.14.3") and vispy_speedups.version_verified("0.17.3")
+
+
+@pytest.mark.parametrize("value", ["0", "off"])
+def test_the_environment_switch_leaves_vispy_alone(monkeypatch, value):
+    originals = _originals()
+    vispy_speedups.uninstall()
+    monkeypatch.setenv(vispy_speedups.ENVIRONMENT_SWITCH, value)
+    try:
+        assert vispy_speedups.install() is False
+        for patch in vispy_speedups._patches():
+            assert getattr(patch.owner, patch.attribute) is originals[patch.name], patch.name
+    finally:
+        monkeypatch.delenv(vispy_speedups.ENVIRONMENT_SWITCH)
+        assert vispy_speedups.install()

@@ -1,4 +1,5 @@
-// Naive checkerboard Metropolis: the benchmark's baseline (shared/gpu/README.md: about 32 flips/ns on an H100).
+// Naive checkerboard Metropolis: the baseline of `latticelab bench sim`, the straightforward kernel a first GPU
+// port would be (its rate is in bench/results/sim-<gpu>.json as each Metropolis case's baseline_value).
 //
 // One thread per site of the lattice, int8 spins +-1, regular periodic lattice only; the sites of the other
 // colour return at once. The random number of each site is read from a float32 array filled by

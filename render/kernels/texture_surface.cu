@@ -1,7 +1,7 @@
 // Writing one-byte texels straight into an OpenGL texture that CUDA has mapped (render/interop.py), through a
-// CUDA surface object: the SMs store into the texture's own block-linear layout. On the H100 a frame written
-// this way took about 0.4 ms less than cudaMemcpy2DToArrayAsync / cudaMemcpy3DAsync into the same mapped array
-// (bench/NOTES.md, "Rendering").
+// CUDA surface object: the SMs store into the texture's own block-linear layout. A frame written this way is
+// cheaper than one copied with cudaMemcpy2DToArrayAsync / cudaMemcpy3DAsync into the same mapped array, and the
+// cell codes are computed in the same kernel (docs/design/rendering.md).
 //
 // A texture of shape (D, H, W) -- D = 1 for a 2D texture -- is D*H rows of W texels. Unit i of a launch covers
 // WIDE consecutive texels of one row (WIDE = 4 when W % 4 == 0: one 32-bit surface store, else WIDE = 1);

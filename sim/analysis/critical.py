@@ -8,8 +8,8 @@ lives and copied back as one small array (the HasMagnetisation capability of sim
 
 How a model gives e and m is the only model-specific part (``measurer``): a model with the HasMagnetisation
 capability (the Ising model) through its own reduction; any other model through the declared observables
-named "energy" and "magnetisation" if it has them. A model without one of them cannot give the quantities that need it (``unavailable`` says
-which, and why), so generic code (sim/studies) can refuse such a study before anything runs.
+named "energy" and "magnetisation" if it has them. A model without one of them cannot give the quantities that need it
+(``unavailable`` says which, and why), so generic code (sim/studies) can refuse such a study before anything runs.
 
 Over a run of n configurations (``thermodynamics``):
     <e>, <|m|>               mean, error by blocking (block means are nearly independent)

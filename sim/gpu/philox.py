@@ -9,6 +9,8 @@ Counter = (index, tag, stream low 32 bits, stream high 32 bits); key = (seed low
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57
@@ -16,8 +18,8 @@ W0, W1 = 0x9E3779B9, 0xBB67AE85
 ROUNDS = 10
 
 # Tags separate the random numbers one update draws for different purposes.
-TAG_METROPOLIS = 0      # + colour: high 16 bits of each site's number (see metropolis_uniforms)
-TAG_METROPOLIS_LOW = 8  # + colour: low 16 bits, drawn by the kernels only when the high halves tie
+TAG_METROPOLIS = 0      # + colour: top 8 bits of each site's number, as bit planes (see metropolis_numbers)
+TAG_METROPOLIS_LOW = 8  # + colour: low 56 bits, drawn by the kernels only when the top 8 bits tie
 TAG_BOND = 2            # lattice edge (site, axis): 2D word 2*(site%2)+axis of call site//2; 3D word axis of site
 TAG_NEW_BOND = 3        # rewired edge j: word 0 of the call for j
 TAG_CLUSTER_FLIP = 4    # Swendsen-Wang: a cluster flips when word 0 of the call for its root is odd
@@ -69,19 +71,35 @@ def bond_threshold(probability: float) -> int:
     return 2 ** 32 if p >= 1.0 else int(np.floor(p * 2.0 ** 32))
 
 
-def metropolis_uniforms(key: tuple[int, int], colour: int, sites: np.ndarray) -> np.ndarray:
-    """The 32-bit number each site of a half-sweep compares with its threshold.
+def threshold64(probability) -> np.ndarray:
+    """uint64 thresholds P = floor(p * 2**64) for a 64-bit uniform R: P(R < P) = P / 2**64 (0 <= p < 1; p = 1
+    gives 2**64 - 1). Exact: the double p times 2**64 is exact, only the floor rounds, so P / 2**64 is the double
+    itself whenever p >= 2**-11 and within 2**-64 of it below that."""
+    p = np.clip(np.asarray(probability, dtype=np.float64), 0.0, 1.0)
+    flat = [min(int(math.ldexp(float(v), 64)), 2 ** 64 - 1) for v in p.reshape(-1)]
+    return np.array(flat, dtype=np.uint64).reshape(p.shape)
 
-    Site i owns slot j = (i % 16) // 2 of the calls for group i // 16: half j % 2 of word j // 2 of the
-    TAG_METROPOLIS call gives the high 16 bits, the same slot of the TAG_METROPOLIS_LOW call the low 16 bits.
+
+def metropolis_numbers(key: tuple[int, int], colour: int, sites: np.ndarray) -> np.ndarray:
+    """The 64-bit number R (uint64) each site of colour ``colour`` compares with its threshold in a half-sweep
+    (sim/models/ising/kernels/metropolis_numbers.cuh; C-order sites of a lattice with even L).
+
+    Site s has the colour index q = s // 2. Bit 7 - j of R's top byte (j = 0 the most significant) is bit
+    q % 16 + 16 (j % 2) of word j // 2 of the call (q // 16, TAG_METROPOLIS + colour); the low 56 bits are word 0
+    (bits 55..24) and the top 24 bits of word 1 of the call (q, TAG_METROPOLIS_LOW + colour). The kernels draw
+    the low bits only when the top byte ties the threshold's; this twin draws all 64 and compares them whole.
     """
-    sites = np.asarray(sites, dtype=np.int64)
-    groups, where = np.unique(sites >> 4, return_inverse=True)
-    slot = (sites & 15) >> 1
-    word, half = slot >> 1, (slot & 1).astype(np.uint32) * np.uint32(16)
-    high = (draw(key, TAG_METROPOLIS + colour, groups)[word, where] >> half) & np.uint32(0xFFFF)
-    low = (draw(key, TAG_METROPOLIS_LOW + colour, groups)[word, where] >> half) & np.uint32(0xFFFF)
-    return (high << np.uint32(16)) | low
+    q = np.asarray(sites, dtype=np.int64) >> 1
+    groups, where = np.unique(q >> 4, return_inverse=True)
+    calls = draw(key, TAG_METROPOLIS + colour, groups).astype(np.uint64)
+    slot = (q & 15).astype(np.uint64)
+    top = np.zeros(q.size, dtype=np.uint64)
+    for j in range(8):
+        bit = (calls[j >> 1, where] >> (slot + np.uint64(16 * (j & 1)))) & np.uint64(1)
+        top = (top << np.uint64(1)) | bit
+    tail = draw(key, TAG_METROPOLIS_LOW + colour, q).astype(np.uint64)
+    low = (tail[0] << np.uint64(24)) | (tail[1] >> np.uint64(8))
+    return (top << np.uint64(56)) | low
 
 
 def bond_uniforms(key: tuple[int, int], n_sites: int, dim: int) -> np.ndarray:

@@ -1,6 +1,6 @@
 """The model registry: one line per model, name -> "module:Class".
 
-Adding a model is one package under sim/models/ plus one line here (README, "Adding a model"). Entries are
+Adding a model is one package under sim/models/ plus one line here (docs/adding-a-model.md). Entries are
 imported on first use, so starting the application does not import every model; generic code asks the
 registry and never names a model. Models do not import each other (an import-linter contract).
 """

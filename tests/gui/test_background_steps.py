@@ -56,7 +56,7 @@ def test_the_window_answers_while_a_step_is_computed(make_window, qtbot, held_st
     qtbot.waitUntil(lambda: window.stepper.busy, timeout=15000)
 
     ticks = []
-    from PySide6 import QtCore, QtWidgets
+    from PySide6 import QtCore
     probe = QtCore.QTimer(interval=5)
     probe.timeout.connect(lambda: ticks.append(1))
     probe.start()

@@ -13,7 +13,6 @@ from latticelab.sim.backend import to_numpy  # model arrays may be CuPy (LATTICE
 import pytest
 from PySide6 import QtCore
 from gui_helpers import answer_next_dialog, choose, type_into
-from PySide6 import QtCore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -67,7 +66,8 @@ def test_cells_and_window_screenshots(make_window, tmp_path):
     from latticelab.sim.models.ising.picture import palette
     from latticelab.sim.picture import palette_bytes
     m = window.model
-    np.testing.assert_array_equal(cells, palette_bytes(palette())[encode_state(np, to_numpy(m.spins), host(window.runner.highlight))])
+    expected = palette_bytes(palette())[encode_state(np, to_numpy(m.spins), host(window.runner.highlight))]
+    np.testing.assert_array_equal(cells, expected)
     whole = _png(window.export_screenshot(tmp_path / "window.png", "window"))
     assert whole.shape[:2] == (window.height(), window.width())
     assert len(np.unique(whole.reshape(-1, whole.shape[-1]), axis=0)) > 10

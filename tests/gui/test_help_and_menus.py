@@ -37,7 +37,7 @@ class _UrlCatcher(QtCore.QObject):
 def test_help_menu_about_shortcuts_and_usage(make_window, qtbot):
     window = make_window(dim=2, L=16)
     help_actions = _open_menu(qtbot, window, window.help_menu)
-    assert {"Usage (README)", "Keyboard shortcuts", "About latticelab"} <= set(help_actions)
+    assert {"Usage", "Keyboard shortcuts", "About latticelab"} <= set(help_actions)
     assert any(text.startswith("About the ") for text in help_actions)          # the model's own, kept
 
     # About: version, backend, device, the canvas's OpenGL renderer, Python/Qt/VisPy versions
@@ -72,7 +72,7 @@ def test_help_menu_about_shortcuts_and_usage(make_window, qtbot):
     for name in ("about_dialog", "shortcuts_dialog"):
         window.findChild(QtWidgets.QDialog, name).close()
 
-    # F1: the README's usage section, through the desktop's handler of the file
+    # F1: the window's manual page (docs/window.md), through the desktop's handler of the file
     catcher = _UrlCatcher()
     QtGui.QDesktopServices.setUrlHandler("file", catcher, "open")
     try:
@@ -83,10 +83,18 @@ def test_help_menu_about_shortcuts_and_usage(make_window, qtbot):
         QtGui.QDesktopServices.unsetUrlHandler("file")
     assert len(catcher.urls) == 1
     url = catcher.urls[0]
-    assert url.toLocalFile() == str(help_menu.README) and url.fragment() == "using-the-application"
-    section = help_menu.usage_section(help_menu.README.read_text(encoding="utf-8"))
-    assert section.startswith("## Using the application") and "Mouse and keys" in section
-    assert "## Benchmarks" not in section
+    assert url.toLocalFile() == str(help_menu.MANUAL) and help_menu.MANUAL.is_file()
+
+    # without a handler for the file: the same page in a window of our own, its pictures found beside it
+    shown = window.help_menu_actions.show_usage_here()
+    assert shown is not None and shown.isVisible()
+    text = shown.text()
+    assert "Mouse and keys" in text and "Colour key" in text and "Benchmarks" not in text
+    document = shown.browser.document()
+    picture = document.resource(QtGui.QTextDocument.ResourceType.ImageResource.value,
+                                QtCore.QUrl("images/screenshot-2d.png"))
+    assert isinstance(picture, (QtGui.QImage, QtGui.QPixmap)) and not picture.isNull() and picture.width() > 100
+    shown.close()
 
 
 def test_view_menu_lists_every_dock_and_reopens_a_closed_one(make_window, qtbot):

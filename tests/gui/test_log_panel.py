@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
-from PySide6 import QtCore, QtWidgets  # noqa: E402
+from PySide6 import QtWidgets  # noqa: E402
 
 from latticelab.app.log_panel import MAX_MESSAGES, install  # noqa: E402
 

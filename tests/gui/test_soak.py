@@ -123,5 +123,6 @@ def test_random_use_of_every_control_for_two_minutes(make_window, qtbot, tmp_pat
     window.step_once()
     L = window.model.L
     colours = pixels_at(window.capture("view"), window.field_view.world_to_canvas(cell_centres_2d(L)))
-    codes = encode_state(np, to_numpy(window.model.spins), None if window.runner.highlight is None else to_numpy(window.runner.highlight))
+    highlight = None if window.runner.highlight is None else to_numpy(window.runner.highlight)
+    codes = encode_state(np, to_numpy(window.model.spins), highlight)
     np.testing.assert_array_equal(colours, expected_rgb(codes))

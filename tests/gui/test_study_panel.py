@@ -299,7 +299,7 @@ def test_a_study_on_a_local_dask_cluster_from_the_panel(make_window, qtbot, tmp_
     assert rows == table_rows(tmp_path / "batch.csv")
 
 
-# ---- the pieces under the panel ---------------------------------------------------------------------------------------
+# ---- the pieces under the panel -----------------------------------------------------------------------------
 def test_a_checkpointed_point_gives_the_same_row():
     point = parse_study(TINY).points[3]
     calls = []

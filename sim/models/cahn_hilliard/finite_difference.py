@@ -82,7 +82,7 @@ def rk2_stage_twin(shifts: Shifts, base, evaluated, b, u, K, inv_dx2, hm):
 #   "cache"   ch_rk2_stage: one thread per cell, flat launch, mu recomputed at the cell and its 2*DIM neighbours
 #             from phi read through the L1/L2 caches
 KERNELS = ("rows", "rows16", "cache")
-DEFAULT_KERNEL = "rows"                   # the one expected fastest; the H100 bench decides
+DEFAULT_KERNEL = "rows"                   # the fastest in `bench cahn-hilliard` (docs/design/cahn-hilliard.md)
 ROWS = {"rows": 8, "rows16": 16}          # rows per warp of the row-blocked kernel (template parameter R)
 ROWS_WARPS, ROWS_OUT = 4, 30              # its block: 32 x ROWS_WARPS threads; columns a warp writes (CH_ROWS_*)
 

@@ -34,8 +34,8 @@ Thermal noise (Cahn-Hilliard-Cook): in each step phi gains dt-integrated random 
 dphi_i = sigma sum_a (zeta_{a, i+1/2} - zeta_{a, i-1/2}), sigma = sqrt(2 m theta dt / dx^d) / dx, zeta standard
 normal (no flux through mirror walls); added after the finite-difference step, and on the explicit side of the
 spectral step, so that its implicit operator damps the short waves of the noise too. The mass is conserved
-exactly up to round-off and the discrete fluctuation-dissipation relation holds. The normals come from one random stream per step keyed by
-(seed, stream number) (sim/rng.py), so runs are reproducible and resume exactly.
+exactly up to round-off and the discrete fluctuation-dissipation relation holds. The normals come from one random stream
+per step keyed by (seed, stream number) (sim/rng.py), so runs are reproducible and resume exactly.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ from latticelab.sim.memory import check_fits
 from latticelab.sim.model import Coarsening, Model, Observable
 from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cahn_hilliard.change_kernel import (CHANGE_FILE, CHANGE_KERNELS, CHANGE_MAX_BLOCKS,
-                                                              CHANGE_THREADS, change_launch)
+                                                              change_launch)
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
 from latticelab.sim.models.cahn_hilliard.params import SPECTRAL, CahnHilliardParams, phase_amplitude
 from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi

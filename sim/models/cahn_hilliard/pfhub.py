@@ -55,7 +55,8 @@ def preset_values(preset: str) -> dict:
     if preset not in PRESETS:
         raise ValueError(f"preset: must be one of {', '.join(PRESETS)}; got {preset!r}")
     # m = M / w^2, b = u = 4 rho w^4, K = kappa w^2 (module docstring), written as the decimals they are
-    return {"dim": 2, "L": 200, "dx": 1.0, "m": 125.0, "b": 0.032, "u": 0.032, "K": 0.08, "boundary": "periodic" if preset == "pfhub-1a" else "mirror",
+    return {"dim": 2, "L": 200, "dx": 1.0, "m": 125.0, "b": 0.032, "u": 0.032, "K": 0.08,
+            "boundary": "periodic" if preset == "pfhub-1a" else "mirror",
             "integrator": "spectral", "time_step": "adaptive", "dt": 0.05, "dt_max": 50.0, "phi0": 0.0,
             "noise": 0.0}
 
@@ -170,7 +171,8 @@ def run_pfhub(model, folder, until: float = 1e6, times=OUTPUT_TIMES, samples_per
         f"mapping: {{c: '0.5 + 0.2 phi', m: {params.m!r}, b: {params.b!r}, u: {params.u!r}, K: {params.K!r}}}",
         f"run: {{until: {model.time!r}, steps: {model.step_count - steps0}, wall_time_s: {elapsed:.3f}}}",
         "data:",
-        "  - {name: free_energy, url: free_energy.csv, format: {type: csv, parse: {time: number, free_energy: number}}}",
+        "  - {name: free_energy, url: free_energy.csv, format: {type: csv, "
+        "parse: {time: number, free_energy: number}}}",
         *[f"  - {{name: {name}, url: {path.name}, format: {{type: csv, parse: {{x: number, y: number, c: number}}}}}}"
           for name, path in written.items() if name.startswith("c_t")],
         ""])

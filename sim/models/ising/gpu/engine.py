@@ -21,7 +21,7 @@ from latticelab.sim.models.ising.gpu import KERNEL_DIR
 from latticelab.sim.models.ising.gpu import multispin
 from latticelab.sim.analysis.components import component_sizes
 from latticelab.sim.models.ising.gpu.labelling import THREADS, Labeller, grid_for
-from latticelab.sim.gpu.philox import split64, threshold32, wolff_seed_site
+from latticelab.sim.gpu.philox import split64, threshold64, wolff_seed_site
 from latticelab.sim.models.ising.lattice import RewiredLattice
 
 BLOCK_THREADS = 256
@@ -29,7 +29,8 @@ INLINE_MODIFIED_BELOW = 1000  # chunk kernel handles modified sites itself when 
 
 
 MAX_FRAME_SWEEPS = 1024    # measured sweeps per packed frame launch sequence (longer frames run in chunks)
-PARAMS_WORDS = 14          # struct MultispinParams in 64-bit words (metropolis_multispin.cu)
+PARAMS_WORDS = 30          # struct MultispinParams in 64-bit words (metropolis_multispin.cu)
+PARAMS_HEAD = 25           # the words the host writes for a temperature (up to modified_apart)
 LARGEST_GRAPH = 128        # sweeps in the largest captured frame graph (larger frames replay it several times)
 # flags of metropolis_multispin (metropolis_multispin.cu)
 MS_WRITE_FLIPS, MS_UNION_FLIPS, MS_MEASURE, MS_SLOT_SHIFT = 2, 4, 8, 4
@@ -42,12 +43,24 @@ def whole_warp_rows(bx: int, L: int) -> int:
     return max(step, min(L, BLOCK_THREADS // bx) // step * step)
 
 
-def metropolis_thresholds(max_k: int, T: float) -> tuple[np.ndarray, tuple[np.uint32, np.uint32, np.uint32]]:
-    """Host uint32 thresholds floor(exp(-2k/T) 2^32) for k = s*h in 0..max_k (k = 0: always), and those of
-    k = 2, 4, 6 (the regular sites' cases) as scalars for the kernels' arguments."""
-    host = threshold32(np.exp(-2.0 * np.arange(max_k + 1) / T))
-    host[0] = 0xFFFFFFFF
-    return host, tuple(np.uint32(host[min(i, max_k)]) for i in (2, 4, 6))
+def metropolis_thresholds(max_k: int, T: float) -> tuple[np.ndarray, tuple[np.uint64, np.uint64, np.uint64]]:
+    """Host uint64 thresholds floor(exp(-2k/T) 2^64) for k = s*h in 0..max_k (k = 0 is never looked up: k <= 0
+    always flips), and those of k = 2, 4, 6 (the regular sites' cases) as scalars (metropolis_numbers.cuh)."""
+    host = threshold64(np.exp(-2.0 * np.arange(max_k + 1) / T))
+    return host, tuple(np.uint64(threshold64(math.exp(-2.0 * i / T))) for i in (2, 4, 6))
+
+
+def params_head(pointers: list[int], regular, has_modified: int, modified_apart: int) -> np.ndarray:
+    """The first PARAMS_HEAD words of struct MultispinParams: its 9 pointers (flips, thresholds, mod_words,
+    mod_rank, mod_offsets, mod_neighbours, mod_positions, mod_decided, totals), t2, t4, t6 (uint64), the masks
+    of their top bytes (3 x 8 uint32: bit j of the byte set -> all ones) and has_modified, modified_apart."""
+    masks = np.array([[0xFFFFFFFF if (int(t) >> (63 - j)) & 1 else 0 for j in range(8)] for t in regular],
+                     dtype=np.uint32)
+    block = np.concatenate([np.array(list(pointers) + [int(t) for t in regular], dtype=np.uint64),
+                            masks.reshape(-1).view(np.uint64),
+                            np.array([int(has_modified) | int(modified_apart) << 32], dtype=np.uint64)])
+    assert block.size == PARAMS_HEAD
+    return block
 
 
 def chunk_words(L: int) -> int | None:
@@ -93,16 +106,19 @@ class PendingTotals:
 
 class FrameReplay:
     """The launches of a frame's sweeps, K at a time, each sweep taking its stream and totals slot relative to the
-    frame's position in the parameter block: sweep i of K launches the two colour passes (and the rewired edges'
-    bond correction) with stream i and slot i, then multispin_advance_base moves the position on by K. On a
+    frame's position in the parameter block: sweep i of K launches the two colour passes (each after its modified
+    sites' own launch when they are decided apart; then the rewired edges' bond correction) with stream i and
+    slot i, then multispin_advance_base moves the position on by K. On a
     CUDA device each K (a power of two up to LARGEST_GRAPH) is captured once into a CUDA graph and replayed with
     one launch; under the CPU emulator, and wherever capture fails, the same launches are made directly. A
     frame of n sweeps runs the graphs of n's binary digits (LARGEST_GRAPH several times), in decreasing order.
     The launches' arguments are fixed (the kernels, the packed lattice and the parameter block belong to the
-    engine, and ``seed`` is the model's), so a replay needs nothing from the host but its launch."""
+    engine, and ``seed`` is the model's), so a replay needs nothing from the host but its launch. With
+    ``measure=False`` the sweeps only update the spins (no totals, no flip words): metropolis_sweeps' replay.
+    Inside a capture of the caller's own (a graph of a whole metropolis_sweeps), the launches are made directly."""
 
-    def __init__(self, engine, ms: dict, seed: int):
-        self.engine, self.ms, self.seed = engine, ms, seed
+    def __init__(self, engine, ms: dict, seed: int, measure: bool = True):
+        self.engine, self.ms, self.seed, self.measure = engine, ms, seed, measure
         self.graphs: dict[int, object] = {}
         self.capture = not isinstance(ms["totals"], np.ndarray)    # CuPy: capture graphs; the emulator: direct
         self._stream = None
@@ -121,21 +137,18 @@ class FrameReplay:
     def launch(self, k: int) -> None:
         """The launches of k sweeps, made directly on the current stream."""
         ms = self.ms
-        grid, block, L, packed, params = ms["launch"] + (ms["L"], ms["packed"], ms["params"])
-        sweep, seed = ms["sweep"], np.uint64(self.seed)
+        packed, params = ms["packed"], ms["params"]
         ends, n_rewired = ms["rewired_ends"]
         rewired_launch = ((grid_for(n_rewired, BLOCK_THREADS, 1024),), (BLOCK_THREADS,))
         for i in range(k):
-            flags = MS_WRITE_FLIPS | MS_MEASURE | MS_UNION_FLIPS | (i << MS_SLOT_SHIFT)
-            stream = np.uint64(i)
-            sweep(grid, block, (packed, params, L, np.int32(flags), seed, stream))
-            sweep(grid, block, (packed, params, L, np.int32(flags | 1), seed, stream))
-            if n_rewired:
+            flags = (MS_WRITE_FLIPS | MS_MEASURE | MS_UNION_FLIPS | (i << MS_SLOT_SHIFT)) if self.measure else 0
+            self.engine._packed_sweep(ms, flags, self.seed, i)
+            if n_rewired and self.measure:
                 ms["measure_rewired"](*rewired_launch, (packed, ends, np.int32(n_rewired), params, np.int32(i)))
         ms["advance_base"]((1,), (1,), (params, np.int32(k)))
 
     def _replay(self, k: int) -> None:
-        if not self.capture:
+        if not self.capture or self.engine.xp.cuda.get_current_stream().is_capturing():
             self.launch(k)
             return
         graph = self.graphs.get(k)
@@ -179,8 +192,9 @@ class CudaEngine:
         self.words = chunk_words(self.L)
         dim = self.dim
         n_modified = int(lattice.modified_sites.size)
-        # Few modified sites: the chunk kernel handles them itself. Many: a kernel of their own per colour,
-        # one thread each over coalesced per-colour lists, so the chunk kernel's warps never wait on them.
+        # Few modified sites: the chunk kernel (and the packed sweep) handles them itself. Many: a kernel of their
+        # own per colour, one thread each over coalesced per-colour lists, so the chunk kernel's (the packed
+        # sweep's) warps never wait on them.
         if inline_modified is None:
             inline_modified = n_modified * INLINE_MODIFIED_BELOW <= self.n
         self.inline_modified = bool(inline_modified)
@@ -225,7 +239,8 @@ class CudaEngine:
         return spins
 
     def _thresholds(self, T: float):
-        """Device table of Metropolis thresholds for k = s*h in 0..max_k, and the regular ones for k = 2, 4, 6."""
+        """Device table of the 64-bit Metropolis thresholds floor(exp(-2k/T) 2^64) for k = s*h in 0..max_k (k = 0
+        is never looked up: k <= 0 always flips), and the regular ones for k = 2, 4, 6 (metropolis_numbers.cuh)."""
         if self._thresholds_for is None or self._thresholds_for[0] != T:
             host, regular = metropolis_thresholds(self.graph.max_k, T)
             self._thresholds_for = (T, self.xp.asarray(host), regular)
@@ -274,7 +289,8 @@ class CudaEngine:
     def metropolis_sweeps(self, spins, T: float, rng, n: int, want_mask: bool = True):
         """n checkerboard sweeps, each keyed by its own rng.next_key() in order: the same trajectory (and the
         last sweep's mask) as n calls of ``metropolis``. When L is a multiple of 64 the sweeps run on a packed
-        copy (pack, 2 launches per sweep, unpack into ``spins`` in place); otherwise sweep by sweep."""
+        copy (pack, the sweeps replayed from CUDA graphs (FrameReplay), unpack into ``spins`` in place);
+        otherwise sweep by sweep."""
         n = int(n)
         if n < 2 or not multispin.supports(self.L):
             mask = None
@@ -284,18 +300,40 @@ class CudaEngine:
         spins = self._spins(spins)
         ms = self._multispin_kernels(T)
         grid, block, L, packed, params = ms["launch"] + (ms["L"], ms["packed"], ms["params"])
-        sweep = ms["sweep"]
+        seed, first_stream = rng.next_keys(n)
+        replay = self._replay(ms, "sweeps_replay", seed, measure=False)
         ms["pack"](grid, block, (spins, packed, L))
-        # Python's cost per launch is what limits this loop at 4096^2: keep it to two launches of 6 arguments
-        plain, last = (np.int32(0), np.int32(1)), (np.int32(2 * want_mask), np.int32(2 * want_mask + 1))
-        for i in range(n):
-            seed, stream = rng.next_key()
-            seed, stream = np.uint64(seed), np.uint64(stream)
-            for flags in (last if i == n - 1 else plain):
-                sweep(grid, block, (packed, params, L, flags, seed, stream))
+        # sweeps 0 .. n-2 from captured graphs (Python's cost per launch would otherwise limit the sweeps at
+        # 4096^2), the last one directly, writing its flip words when the mask is wanted
+        ms["set_base"]((1,), (1,), (params, np.uint64(first_stream), np.int32(0)))
+        replay.run(n - 1)
+        self._packed_sweep(ms, MS_WRITE_FLIPS if want_mask else 0, seed, 0)
+        ms["set_base"]((1,), (1,), (params, np.uint64(0), np.int32(0)))   # as other launches expect it
         mask = self._mask(spins, want_mask)
         ms["unpack"](grid, block, (spins, mask, packed, ms["flips"], L, np.int32(want_mask)))
         return spins, (mask if want_mask else None)
+
+    @staticmethod
+    def _packed_sweep(ms: dict, flags: int, seed: int, stream: int) -> None:
+        """The launches of one packed sweep with ``flags`` (metropolis_multispin's, the colour bit left 0) and the
+        stream ``stream`` (relative to the parameter block's frame position): per colour, the modified sites'
+        own launch when they are decided apart (multispin_decide_modified), then the packed pass."""
+        grid, block, L, packed, params = ms["launch"] + (ms["L"], ms["packed"], ms["params"])
+        seed, stream = np.uint64(seed), np.uint64(stream)
+        for colour in (0, 1):
+            apart = ms["decide_launches"][colour]
+            if apart is not None:
+                decide_grid, first_row, count = apart
+                ms["decide"](decide_grid, (BLOCK_THREADS,), (packed, params, first_row, count, np.int32(colour),
+                                                             ms["half"], seed, stream))
+            ms["sweep"](grid, block, (packed, params, L, np.int32(flags | colour), seed, stream))
+
+    def _replay(self, ms: dict, name: str, seed: int, measure: bool) -> FrameReplay:
+        """The engine's FrameReplay ``name`` for the model's seed (rebuilt when the seed changes)."""
+        replay = ms.get(name)
+        if replay is None or replay.seed != seed:
+            replay = ms[name] = FrameReplay(self, ms, seed, measure=measure)
+        return replay
 
     def metropolis_frame(self, spins, T: float, rng, n: int, wait: bool = True):
         """n Metropolis sweeps for one frame of the window, on the packed lattice (L a multiple of 64): the same
@@ -308,7 +346,7 @@ class CudaEngine:
         The sweeps take their Philox stream and totals slot relative to the frame's position in the parameter
         block (multispin_set_base), so that on a CUDA device they are replayed from captured graphs
         (FrameReplay): a few graph launches a frame instead of two or three kernel launches a sweep, whose
-        Python cost (about 15 us a sweep) kept the host busy for as long as the device took to run them."""
+        Python cost kept the host busy for as long as the device took to run them."""
         n = int(n)
         spins = self._spins(spins)
         ms = self._multispin_kernels(T)
@@ -316,9 +354,7 @@ class CudaEngine:
         totals = ms["totals"]
         pending = None if wait or isinstance(totals, np.ndarray) else PendingTotals(self.xp, n)
         seed, first_stream = rng.next_keys(n)
-        replay = ms.get("replay")
-        if replay is None or replay.seed != seed:
-            replay = ms["replay"] = FrameReplay(self, ms, seed)
+        replay = self._replay(ms, "replay", seed, measure=True)
         ms["pack"](grid, block, (spins, packed, L))
         ms["flips"].fill(0)        # every sweep ORs its flips in: the union of the frame's
         rows = []
@@ -356,10 +392,23 @@ class CudaEngine:
         xp = self.xp
         if self._multispin is None:
             dim, L = self.dim, self.L
-            names = (f"metropolis_multispin<{dim}>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
-            all_names = names + ("multispin_measure_rewired", "multispin_set_base", "multispin_advance_base")
-            kernel = lambda name: get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, all_names)
+            names = (f"metropolis_multispin<{dim}, 10>", f"multispin_pack<{dim}>", f"multispin_unpack<{dim}>")
+            all_names = names + ("multispin_measure_rewired", "multispin_set_base", "multispin_advance_base",
+                                 "multispin_decide_modified")
+
+            def kernel(name):
+                return get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, all_names)
             rewired = multispin.packed_rewired(self.lattice)
+            # many modified sites: decided apart, one thread each, before each colour's packed pass (the packed
+            # pass's own loop over them is serial per word); few: inline, sparing two launches a sweep
+            apart = bool(rewired.has_modified) and not self.inline_modified
+            decide_launches = [None, None]
+            first_row = 0
+            for colour, count in enumerate(rewired.colour_rows):
+                if apart and count:
+                    threads = (first_row & 31) + count
+                    decide_launches[colour] = ((-(-threads // BLOCK_THREADS),), np.int32(first_row), np.int32(count))
+                first_row += count
             W = L // 64
             bx = min(W, 32)
             by = whole_warp_rows(bx, L)
@@ -375,23 +424,28 @@ class CudaEngine:
                 "flips": xp.zeros(self.n // 32, dtype=xp.uint32),
                 "totals": xp.zeros((MAX_FRAME_SWEEPS, 3), dtype=xp.uint64),
                 "measure_rewired": kernel("multispin_measure_rewired"),
+                "decide": kernel("multispin_decide_modified"),
+                "decide_launches": decide_launches,
+                "modified_apart": int(apart),
+                "half": np.uint32(self.n // 2),
+                # a bit per CSR row, and a word to spare: the packed pass reads the word after its first row's
+                "decided": xp.zeros(rewired.positions.size // 32 + 2, dtype=xp.uint32),
                 # struct MultispinParams (one fixed buffer: captured graphs hold its address)
                 "params": xp.zeros(PARAMS_WORDS, dtype=xp.uint64),
                 "rewired_ends": self._packed_rewired_ends(),
                 "has_modified": rewired.has_modified,
                 "rewired": tuple(xp.asarray(a) for a in (rewired.words, rewired.rank, rewired.offsets,
-                                                         rewired.neighbours)),
+                                                         rewired.neighbours, rewired.positions)),
                 "params_T": None,
             }
         ms = self._multispin
         if ms["params_T"] != T:
-            table, (t2, t4, t6) = self._thresholds(T)
-            # struct MultispinParams: 7 pointers, then t2, t4, t6, has_modified (uint32 each), little-endian;
-            # the frame position after them is left as it is. Written in the stream's order (CuPy's set copies
+            table, regular = self._thresholds(T)
+            # struct MultispinParams' head (params_head); the frame position and the slab fields (all zero on
+            # one device) after it are left as they are. Written in the stream's order (CuPy's set copies
             # synchronously), so sweeps already queued keep the old temperature.
-            pointers = [self._address(a) for a in (ms["flips"], table, *ms["rewired"], ms["totals"])]
-            block = np.array(pointers + [int(t2) | int(t4) << 32, int(t6) | ms["has_modified"] << 32],
-                             dtype=np.uint64)
+            pointers = [self._address(a) for a in (ms["flips"], table, *ms["rewired"], ms["decided"], ms["totals"])]
+            block = params_head(pointers, regular, ms["has_modified"], ms["modified_apart"])
             head = ms["params"][:block.size]
             if isinstance(head, np.ndarray):
                 head[...] = block

@@ -20,7 +20,7 @@ from latticelab.sim.models.ising.lattice import RewiredLattice
 THREADS = 256
 # Tile shapes (x, y, z) of label_tiles: one site per thread, one warp per row of 32 sites (x is fixed at 32).
 # Smaller tiles label faster but leave more faces to label_merge; these had the shortest label + merge + flip
-# of the shapes compared on the H100 (bench/NOTES.md).
+# of the shapes compared by bench/tiles.py (docs/design/ising-kernels.md).
 TILES = {2: (32, 8, 1), 3: (32, 8, 4)}
 
 

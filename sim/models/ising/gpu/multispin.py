@@ -32,12 +32,15 @@ def bit_position(sites, dim: int, L: int) -> np.ndarray:
 
 @dataclass
 class PackedRewired:
-    """Modified sites for the packed kernel: a bit per site in packed layout, CSR rows in packed order."""
+    """Modified sites for the packed kernel: a bit per site in packed layout, CSR rows in packed order (so
+    colour 0's rows, then colour 1's, and a word's modified sites in consecutive rows)."""
     has_modified: int
     words: np.ndarray       # uint32, N / 32
     rank: np.ndarray        # uint32, N / 32: modified sites in the words before
     offsets: np.ndarray     # int32, M + 1
     neighbours: np.ndarray  # int32 packed bit positions
+    positions: np.ndarray   # int32, M: each row's packed bit position
+    colour_rows: tuple[int, int]  # rows of colour 0, of colour 1
 
 
 def packed_rewired(lattice: RewiredLattice) -> PackedRewired:
@@ -49,7 +52,8 @@ def packed_rewired(lattice: RewiredLattice) -> PackedRewired:
     n_words = n // 32
     if sites.size == 0:
         one = np.zeros(1, dtype=np.uint32)
-        return PackedRewired(0, one, one, np.zeros(1, np.int32), np.zeros(1, np.int32))
+        return PackedRewired(0, one, one, np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32),
+                             (0, 0))
     pos = bit_position(sites, dim, L)
     order = np.argsort(pos, kind="stable")
     pos = pos[order]
@@ -65,7 +69,9 @@ def packed_rewired(lattice: RewiredLattice) -> PackedRewired:
     counts = np.bincount(word_of, minlength=n_words)
     rank = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.uint32)
     new_offsets = np.concatenate([[0], np.cumsum(degrees)]).astype(np.int32)
-    return PackedRewired(1, words, rank, new_offsets, packed_neighbours.astype(np.int32))
+    colour0 = int(np.searchsorted(pos, n // 2))
+    return PackedRewired(1, words, rank, new_offsets, packed_neighbours.astype(np.int32), pos.astype(np.int32),
+                         (colour0, int(pos.size) - colour0))
 
 
 def pack(spins: np.ndarray) -> np.ndarray:

@@ -26,8 +26,9 @@ import numpy as np
 
 from latticelab.sim.gpu.kernels import get_kernel
 from latticelab.sim.models.ising.gpu import KERNEL_DIR
-from latticelab.sim.models.ising.gpu.engine import (MS_MEASURE, MS_UNION_FLIPS, MS_WRITE_FLIPS, PARAMS_WORDS, metropolis_thresholds,
-                                                    whole_warp_rows)
+from latticelab.sim.models.ising.gpu.engine import (BLOCK_THREADS, INLINE_MODIFIED_BELOW, MS_MEASURE,
+                                                    MS_UNION_FLIPS, MS_WRITE_FLIPS, PARAMS_WORDS,
+                                                    metropolis_thresholds, params_head, whole_warp_rows)
 from latticelab.sim.models.ising.graph_arrays import merged_adjacency
 from latticelab.sim.models.ising.lattice import RewiredLattice, lattice_edge_ends
 from latticelab.sim.multidevice.exchange import Exchanger, Move, Part
@@ -104,6 +105,7 @@ class _PartState:
     flips: object
     arrays: dict                      # device arrays the parameter blocks point to
     has_modified: int
+    colour_rows: tuple = (0, 0)       # the CSR rows (owned modified sites) of colour 0, of colour 1
     blocks: dict = field(default_factory=dict)       # range name -> (params array, grid, block, count)
     gathers: tuple = ((), ())         # per colour of the requesting half-sweep: this part's _Gathers
     ends: tuple | None = None         # (index into the rewired-end arrays, local positions) of the ends held
@@ -118,17 +120,19 @@ def _to_device(xp, array):
 
 
 def _part_rewired(lattice: RewiredLattice | None, geometry: _Geometry, adjacency):
-    """The modified sites this part owns, in its packed order, and their neighbours' entries (local positions
-    or -1 - remote index); the remote sites per colour of the requesting site, sorted (needing colour, site)."""
+    """The modified sites this part owns, in its packed order (colour 0's, then colour 1's), with their packed
+    positions and neighbours' entries (local positions or -1 - remote index); their count per colour; the remote
+    sites per colour of the requesting site, sorted (needing colour, site)."""
     n_words = geometry.words
     empty = dict(words=np.zeros(1, np.uint32), rank=np.zeros(1, np.uint32), offsets=np.zeros(1, np.int32),
-                 neighbours=np.zeros(1, np.int32))
+                 neighbours=np.zeros(1, np.int32), positions=np.zeros(1, np.int32))
+    nothing = (np.empty(0, np.int64), np.empty(0, np.int64))
     if adjacency is None:
-        return 0, empty, (np.empty(0, np.int64), np.empty(0, np.int64))
+        return 0, empty, (0, 0), nothing
     sites, offsets, neighbours = adjacency
     mine = geometry.owned(sites)
     if not mine.any():
-        return 0, empty, (np.empty(0, np.int64), np.empty(0, np.int64))
+        return 0, empty, (0, 0), nothing
     degrees_all = np.diff(offsets)
     sites, degrees, starts = sites[mine], degrees_all[mine], offsets[:-1][mine]
     pos = geometry.positions(sites)
@@ -155,9 +159,10 @@ def _part_rewired(lattice: RewiredLattice | None, geometry: _Geometry, adjacency
     counts = np.bincount(word_of, minlength=n_words)
     rank = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.uint32)
     arrays = dict(words=words, rank=rank, offsets=np.concatenate([[0], np.cumsum(degrees)]).astype(np.int32),
-                  neighbours=entries.astype(np.int32))
+                  neighbours=entries.astype(np.int32), positions=pos.astype(np.int32))
+    colour0 = int(np.count_nonzero(pos < geometry.rows * (L // 2)))
     remote = tuple(keys[keys[:, 0] == c, 1] for c in (0, 1))
-    return 1, arrays, remote
+    return 1, arrays, (colour0, int(pos.size) - colour0), remote
 
 
 class SlabMetropolis:
@@ -167,11 +172,14 @@ class SlabMetropolis:
     indices by L (the benchmark's weak scaling: the same L^dim per device). ``overlap``: update the borders
     first and the interior while the halos travel (False: one launch per half-sweep, then the moves).
     ``graphs``: replay plain sweeps from captured CUDA graphs where the exchanger allows it. ``depth``: halo
-    planes on each side (default DEEP_HALO for a 2D lattice without rewired sites, else 1; see _replay)."""
+    planes on each side (default DEEP_HALO for a 2D lattice without rewired sites, else 1; see _replay).
+    ``inline_modified``: the modified sites decided by the packed pass itself (True) or, before each colour's
+    passes, by multispin_decide_modified, one thread per owned modified site (False); by default CudaEngine's
+    rule (inline when they are at most N/1000). The decisions are the same either way."""
 
     def __init__(self, parts: list[Part], exchanger: Exchanger, dim: int, L: int,
                  lattice: RewiredLattice | None = None, rows: int | None = None, overlap: bool = True,
-                 graphs: bool = True, depth: int | None = None):
+                 graphs: bool = True, depth: int | None = None, inline_modified: bool | None = None):
         if L % 64:
             raise ValueError(f"the packed sweeps need L a multiple of 64; got {L}")
         self.parts, self.exchanger, self.dim, self.L = list(parts), exchanger, dim, L
@@ -188,6 +196,10 @@ class SlabMetropolis:
         self.n_sites = self.total * L ** (dim - 1)
         self.max_k = max(lattice.max_degree, 2 * dim) if lattice is not None else 2 * dim
         self._T = None
+        n_modified = int(lattice.modified_sites.size) if lattice is not None else 0
+        if inline_modified is None:
+            inline_modified = n_modified * INLINE_MODIFIED_BELOW <= self.n_sites
+        self.modified_apart = int(rewired and not inline_modified)
         adjacency = None
         if lattice is not None and lattice.modified_sites.size:
             adj = merged_adjacency(np, lattice)
@@ -196,24 +208,27 @@ class SlabMetropolis:
         self._bx = min(W, 32)
         self._by = whole_warp_rows(self._bx, L)
         xp = parts[0].xp
-        names = (f"metropolis_multispin<{dim}>", "multispin_set_base", "multispin_advance_base")
-        kernel = lambda name: get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, names)
-        self._sweep, self._set_base, self._advance_base = (kernel(name) for name in names)
+        names = (f"metropolis_multispin<{dim}, 10>", "multispin_set_base", "multispin_advance_base",
+                 "multispin_decide_modified")
+        kernel = lambda name: get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, names)  # noqa: E731
+        self._sweep, self._set_base, self._advance_base, self._decide_kernel = (kernel(name) for name in names)
         self._graphs: dict[int, object] = {}
         self._capture = graphs and all(p.cuda for p in self.parts) and exchanger.capturable
         self.states: list[_PartState] = []
         remotes = []
         for part, slab in zip(self.parts, self.layout.slabs):
             geometry = _Geometry(dim, L, self.total, slab)
-            has_modified, host, remote = _part_rewired(lattice, geometry, adjacency)
+            has_modified, host, colour_rows, remote = _part_rewired(lattice, geometry, adjacency)
             remotes.append(remote)
             with part.use():
                 pxp = part.xp
                 arrays = {name: _to_device(pxp, a) for name, a in host.items()}
                 arrays["totals"] = pxp.zeros(3, dtype=pxp.uint64)
                 arrays["remote"] = pxp.zeros(max(1, sum(r.size for r in remote)), dtype=pxp.uint32)
+                # the slab's decisions, a bit per CSR row, and a word to spare (as CudaEngine's "decided")
+                arrays["decided"] = pxp.zeros(sum(colour_rows) // 32 + 2, dtype=pxp.uint32)
                 state = _PartState(part, geometry, pxp.zeros(geometry.words, dtype=pxp.uint32),
-                                   pxp.zeros(geometry.words, dtype=pxp.uint32), arrays, has_modified)
+                                   pxp.zeros(geometry.words, dtype=pxp.uint32), arrays, has_modified, colour_rows)
             self.states.append(state)
         self._plan_gathers(remotes)
         self._plan_halos()
@@ -313,19 +328,20 @@ class SlabMetropolis:
     def _set_temperature(self, T: float) -> None:
         if T == self._T:
             return
-        table, (t2, t4, t6) = metropolis_thresholds(self.max_k, T)
+        table, regular = metropolis_thresholds(self.max_k, T)
         for state in self.states:
             slab, a = state.geometry.slab, state.arrays
             with state.part.use():
                 a["table"] = _to_device(state.part.xp, table)
+                pointers = [_address(x) for x in (state.flips, a["table"], a["words"], a["rank"], a["offsets"],
+                                                  a["neighbours"], a["positions"], a["decided"], a["totals"])]
+                head = params_head(pointers, regular, state.has_modified, state.has_modified and self.modified_apart)
                 for params, _grid, _block, (first, end) in state.blocks.values():
-                    pointers = [_address(x) for x in (state.flips, a["table"], a["words"], a["rank"], a["offsets"],
-                                                      a["neighbours"], a["totals"])]
-                    words = pointers + [int(t2) | int(t4) << 32, int(t6) | state.has_modified << 32, 0,
-                                        self.total << 32,
-                                        _address(a["remote"]),
-                                        slab.extent | (slab.offset & _MASK32) << 32, first | end << 32]
-                    block = np.array(words, dtype=np.uint64)
+                    # then the frame position (stream base 0, slot base 0) and the slab fields
+                    tail = [0, self.total << 32, _address(a["remote"]),
+                            slab.extent | (slab.offset & _MASK32) << 32, first | end << 32]
+                    block = np.concatenate([head, np.array(tail, dtype=np.uint64)])
+                    assert block.size == PARAMS_WORDS
                     if isinstance(params, np.ndarray):
                         params[...] = block
                     else:
@@ -428,6 +444,20 @@ class SlabMetropolis:
         params, grid, threads, _range = block
         self._sweep(grid, threads, (state.packed, params, np.int32(self.L), np.int32(flags), seed, stream))
 
+    def _decide_modified(self, state: _PartState, colour: int, seed, stream) -> None:
+        """With modified sites decided apart: the part's own modified sites of ``colour``, one thread each, into
+        its decision bits, before that colour's packed passes (which only read them)."""
+        count = state.colour_rows[colour]
+        if not (self.modified_apart and count):
+            return
+        first_row = 0 if colour == 0 else state.colour_rows[0]
+        threads = (first_row & 31) + count
+        half = np.uint32(state.geometry.rows * (self.L // 2))
+        params = state.blocks["owned"][0]
+        self._decide_kernel((-(-threads // BLOCK_THREADS),), (BLOCK_THREADS,),
+                            (state.packed, params, np.int32(first_row), np.int32(count), np.int32(colour), half,
+                             seed, stream))
+
     def _refresh(self, colour: int) -> None:
         """Move the colour's halos, and the gathered bits the other colour's half-sweeps read, to every part."""
         moves = list(self._halo_moves[colour]) + self._fill_gathers(1 - colour)
@@ -496,6 +526,7 @@ class SlabMetropolis:
                 if self.overlap:
                     for state in self.states:
                         with state.part.use():
+                            self._decide_modified(state, colour, seed64, stream)
                             self._launch(state, "lower", flags, seed64, stream)
                             self._launch(state, "upper", flags, seed64, stream)
                     self.exchanger.transfer(self._halo_moves[colour])
@@ -508,6 +539,7 @@ class SlabMetropolis:
                 else:
                     for state in self.states:
                         with state.part.use():
+                            self._decide_modified(state, colour, seed64, stream)
                             self._launch(state, "owned", flags, seed64, stream)
                     self._refresh(colour)
 

@@ -12,12 +12,11 @@
 // left alone and metropolis_modified updates them from per-colour lists (thesis 7.1.2), one thread each.
 // metropolis_sites: one thread per site, for L not divisible by 4; the same arithmetic, site by site.
 //
-// Random numbers: each active site needs one 32-bit number r and flips when r < thresholds[k], k = s*h > 0
-// (floor(exp(-2k/T) * 2^32); k <= 0 always flips). Its high 16 bits come from slot j = (site % 16) / 2 of the
-// Philox call (site / 16, TAG_METROPOLIS + colour) -- half j % 2 of word j / 2, so one call serves the 8 sites
-// of one colour among 16 consecutive ones; its low 16 bits come from the same slot of the call with
-// TAG_METROPOLIS_LOW and are drawn only when the high halves of r and the threshold tie (probability 2^-16).
-// The decision is exactly r < threshold for a uniform 32-bit r (sim/gpu/philox.py: metropolis_uniforms).
+// Random numbers (metropolis_numbers.cuh): an active site with k = s*h > 0 flips when its 64-bit number R is
+// below P_k = floor(exp(-2k/T) 2^64) (thresholds[k]; thr2, thr4, thr6 for the lattice's k); k <= 0 always
+// flips. The top 8 bits of R decide unless they tie with P_k's; the 8 active sites of a 16-site chunk (colour
+// index q = site / 2, 8 consecutive q) take their top bytes from one Philox call as 8 bit planes, compared
+// for all 8 at once; a tie (probability 2^-8) draws that site's low 56 bits. Exactly R < P_k, site by site.
 #include "philox.cuh"
 #include "rewired.cuh"
 #include "metropolis_numbers.cuh"
@@ -46,11 +45,11 @@ __device__ __forceinline__ void store_words(void* p, const unsigned int (&w)[WOR
 }
 
 __device__ __forceinline__ bool modified_site_flips(const Rewired& g, const signed char* spins, const int site,
-                                                    const unsigned int high, const unsigned int* thresholds,
+                                                    const unsigned int top, const unsigned long long* thresholds,
                                                     const PhiloxKey key, const int colour)
 {
     const int k = spins[site] * modified_field(g, spins, site);
-    return k <= 0 || number_below(high, thresholds[k], key, colour, site);
+    return k <= 0 || number_below(top, thresholds[k], key, colour, (unsigned int)site >> 1);
 }
 
 // 4 bits -> 4 bytes of 0x00 / 0xFF.
@@ -63,8 +62,8 @@ template <int DIM, int WORDS, bool INLINE_MODIFIED>
 __global__ void metropolis_chunks(
     signed char* __restrict__ spins, unsigned char* __restrict__ flipped, const int L, const int colour,
     const int write_mask, const unsigned int seed_lo, const unsigned int seed_hi, const unsigned int stream_lo,
-    const unsigned int stream_hi, const unsigned int* __restrict__ thresholds, const unsigned int thr2,
-    const unsigned int thr4, const unsigned int thr6, const int has_modified,
+    const unsigned int stream_hi, const unsigned long long* __restrict__ thresholds, const unsigned long long thr2,
+    const unsigned long long thr4, const unsigned long long thr6, const int has_modified,
     const unsigned int* __restrict__ mod_bits, const unsigned int* __restrict__ mod_rank,
     const int* __restrict__ mod_offsets, const int* __restrict__ mod_neighbours)
 {
@@ -79,8 +78,10 @@ __global__ void metropolis_chunks(
     const PhiloxKey key = {seed_lo, seed_hi, stream_lo, stream_hi};
     const int row = (z * L + y) * L;
     const int site0 = row + x0;
-    // One call covers the chunk's active sites (both for CHUNK = 16; for CHUNK = 4 one word of it is used).
-    const uint4 call = philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site0 >> 4));
+    // One call holds the top bytes of the chunk's active sites: CHUNK / 2 consecutive slots from slot0.
+    const uint4 call = philox_draw(key, TAG_METROPOLIS + colour, top_call_index((unsigned int)site0));
+    constexpr int ACTIVE = CHUNK / 2;
+    const int slot0 = top_slot((unsigned int)site0);
 
     unsigned int c[WORDS], up[WORDS], down[WORDS], back[WORDS], front[WORDS];
     load_words<WORDS>(spins + site0, c);
@@ -98,10 +99,20 @@ __global__ void metropolis_chunks(
     // Active bytes are parity and parity + 2 of every word; shifting by 8*parity puts them at bytes 0 and 2.
     const int parity = (colour ^ y ^ z) & 1;
     const int shift = 8 * parity;
-    const unsigned int t_hi[3] = {thr2 >> 16, thr4 >> 16, thr6 >> 16};
+    // Active site m (0 .. ACTIVE-1) is byte parity + 2m of the chunk: byte 2 (m % 2) of word m / 2 after the shift.
+    unsigned int planes[8], masks[8], lt[3] = {0u, 0u, 0u}, eq[3] = {0u, 0u, 0u};
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        planes[j] = (philox_word(call, j >> 1) >> (slot0 + 16 * (j & 1))) & ((1u << ACTIVE) - 1u);
+    const unsigned long long full[3] = {thr2, thr4, thr6};
+#pragma unroll
+    for (int t = 0; t < (DIM == 3 ? 3 : 2); ++t) {
+        top_byte_masks(full[t], masks);
+        planes_below(planes, masks, lt[t], eq[t]);
+    }
     unsigned int unlike[WORDS];  // 2 * unlike neighbours in bytes 0 and 2 (after the parity shift)
     unsigned int flips[WORDS];
-    unsigned int ties = 0;       // bit 2*w + j: the high halves of number and threshold are equal
+    unsigned int ties = 0;       // bit m: active site m's top byte equals its threshold's
 #pragma unroll
     for (int w = 0; w < WORDS; ++w) {
         const unsigned int prev = w == 0 ? left_byte << 24 : c[w == 0 ? 0 : w - 1];
@@ -112,32 +123,30 @@ __global__ void metropolis_chunks(
                                ((c[w] ^ right) & BIT1);
         if constexpr (DIM == 3) unlike2 += ((c[w] ^ back[w]) & BIT1) + ((c[w] ^ front[w]) & BIT1);
         unlike[w] = unlike2 >> shift;
-        // the word of the call holding this word's two slots
-        const unsigned int r = WORDS == 1 ? philox_word(call, (site0 >> 2) & 3) : philox_word(call, w);
         unsigned int f = 0;
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
+            const int m = 2 * w + j;
             const int k = 2 * DIM - (int)((unlike[w] >> (16 * j)) & 0xFFu);  // like - unlike neighbours
-            const unsigned int high = (r >> (16 * j)) & 0xFFFFu;
-            const unsigned int t = DIM == 2 ? (k == 4 ? t_hi[1] : t_hi[0]) : (k <= 2 ? t_hi[0] : (k == 4 ? t_hi[1] : t_hi[2]));
-            if (k <= 0 || high < t) f |= 0xFEu << (16 * j);
-            if (k > 0 && high == t) ties |= 1u << (2 * w + j);
+            // the masks of k's threshold (constant indices: the arrays stay in registers)
+            const unsigned int lt_k = k <= 2 ? lt[0] : (k == 4 ? lt[1] : lt[2]);
+            const unsigned int eq_k = k <= 2 ? eq[0] : (k == 4 ? eq[1] : eq[2]);
+            if (k <= 0 || ((lt_k >> m) & 1u)) f |= 0xFEu << (16 * j);
+            if (k > 0 && ((eq_k >> m) & 1u)) ties |= 1u << m;
         }
         flips[w] = f << shift;
     }
-    if (ties) {  // probability ~ 2^-16 per site: decide those on the low halves, from one more call
-        const uint4 low_call = philox_draw(key, TAG_METROPOLIS_LOW + colour, (unsigned int)(site0 >> 4));
+    if (ties) {  // probability ~ 2^-8 per site: decide those on their low 56 bits
 #pragma unroll
         for (int w = 0; w < WORDS; ++w) {
-            const unsigned int r = WORDS == 1 ? philox_word(low_call, (site0 >> 2) & 3) : philox_word(low_call, w);
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-                if (!((ties >> (2 * w + j)) & 1u)) continue;
+                const int m = 2 * w + j;
+                if (!((ties >> m) & 1u)) continue;
                 const int k = 2 * DIM - (int)((unlike[w] >> (16 * j)) & 0xFFu);
-                const unsigned int full = k == 2 ? thr2 : (k == 4 ? thr4 : thr6);
-                const unsigned int byte = 0xFFu << (shift + 16 * j);
-                const bool accept = ((r >> (16 * j)) & 0xFFFFu) < (full & 0xFFFFu);
-                flips[w] = (flips[w] & ~byte) | (accept ? 0xFEu << (shift + 16 * j) : 0u);
+                const unsigned long long threshold = k == 2 ? thr2 : (k == 4 ? thr4 : thr6);
+                if (low_bits_below(key, colour, (unsigned int)(site0 >> 1) + m, threshold))
+                    flips[w] |= 0xFEu << (shift + 16 * j);
             }
         }
     }
@@ -151,8 +160,8 @@ __global__ void metropolis_chunks(
                 const int pos = __ffs(todo) - 1;
                 todo &= todo - 1;
                 const int site = site0 + pos;
-                const bool accept = modified_site_flips(g, spins, site, number_high(call, site), thresholds, key,
-                                                        colour);
+                const bool accept = modified_site_flips(g, spins, site, call_top_byte(call, top_slot(site)),
+                                                        thresholds, key, colour);
 #pragma unroll
                 for (int w = 0; w < WORDS; ++w) {
                     if (w == pos >> 2) {
@@ -196,7 +205,7 @@ template <int UNUSED>
 __global__ void metropolis_modified(
     signed char* __restrict__ spins, unsigned char* __restrict__ flipped, const int colour, const int write_mask,
     const unsigned int seed_lo, const unsigned int seed_hi, const unsigned int stream_lo,
-    const unsigned int stream_hi, const unsigned int* __restrict__ thresholds, const int* __restrict__ sites,
+    const unsigned int stream_hi, const unsigned long long* __restrict__ thresholds, const int* __restrict__ sites,
     const int* __restrict__ offsets, const int* __restrict__ neighbours, const int count)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -207,8 +216,7 @@ __global__ void metropolis_modified(
     int h = 0;
     for (int j = offsets[i]; j < offsets[i + 1]; ++j) h += spins[neighbours[j]];
     const int k = s * h;
-    const unsigned int high = number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)), site);
-    const bool flip = k <= 0 || number_below(high, thresholds[k], key, colour, site);
+    const bool flip = k <= 0 || site_number_below(thresholds[k], key, colour, (unsigned int)site);
     if (flip) spins[site] = (signed char)(-s);
     if (write_mask) flipped[site] = colour == 0 ? (unsigned char)flip : (unsigned char)(flipped[site] | flip);
 }
@@ -217,7 +225,7 @@ template <int DIM>
 __global__ void metropolis_sites(
     signed char* __restrict__ spins, unsigned char* __restrict__ flipped, const int L, const int colour,
     const int write_mask, const unsigned int seed_lo, const unsigned int seed_hi, const unsigned int stream_lo,
-    const unsigned int stream_hi, const unsigned int* __restrict__ thresholds, const int has_modified,
+    const unsigned int stream_hi, const unsigned long long* __restrict__ thresholds, const int has_modified,
     const unsigned int* __restrict__ mod_bits, const unsigned int* __restrict__ mod_rank,
     const int* __restrict__ mod_offsets, const int* __restrict__ mod_neighbours)
 {
@@ -244,8 +252,7 @@ __global__ void metropolis_sites(
             h += spins[site + (z == 0 ? L - 1 : -1) * L * L] + spins[site + (z == L - 1 ? 1 - L : 1) * L * L];
     }
     const int k = s * h;
-    const unsigned int high = number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)), site);
-    const bool flip = k <= 0 || number_below(high, thresholds[k], key, colour, site);
+    const bool flip = k <= 0 || site_number_below(thresholds[k], key, colour, (unsigned int)site);
     if (flip) spins[site] = (signed char)(-s);
     if (write_mask) flipped[site] = colour == 0 ? (unsigned char)flip : (unsigned char)(flipped[site] | flip);
 }

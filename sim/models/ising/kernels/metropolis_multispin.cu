@@ -8,15 +8,20 @@
 // index i (the row parity flips with the row, and so does the colour, so the offset o is the same), and in the
 // same row the indices i and i - 1 (o = 0) or i and i + 1 (o = 1): one word and a one-bit funnel shift.
 //
-// Random numbers (sim/gpu/philox.py: metropolis_uniforms): a word covers the 64 consecutive sites r*L + 64w ..
-// +63, i.e. the 4 Philox groups g0 + q, g0 = (r*L + 64w) / 16. Site bit b sits at slot b % 8 of group b / 8, so
-// call q gives bits 8q .. 8q+7: the low half of word m is bit 8q + 2m, the high half bit 8q + 2m + 1. The hot
-// path compares these 16-bit highs with the thresholds' high halves and marks ties; a thread with a tie
-// recomputes its masks from full 32-bit numbers (both calls), so the decision is exactly r < threshold.
+// Random numbers (metropolis_numbers.cuh): a word's 32 sites have the colour indices q0 .. q0 + 31, q0 =
+// (r*L + 64w) / 2 with r the row's global number (a slab's rows are local: see slab_offset), and take the top bytes of their 64-bit numbers as 8 bit planes from the two Philox calls
+// q0 / 16 and q0 / 16 + 1 (low and high 16 bits of each plane). The planes are compared with the top bytes of
+// the thresholds of k = 2, 4 (, 6) for all 32 sites at once (bit-sliced: 3 logic operations per plane and
+// threshold); sites whose byte ties their threshold's (probability 2^-8 each) draw their low 56 bits, one call
+// each. The decision is exactly R < P_k for every site's 64-bit R, as the NumPy twin computes it.
 //
 // Modified sites (rewired.cuh's role, in packed terms): mod_words marks them in the same layout and their
-// CSR rows are ordered by packed position (row = mod_rank[word] + popcount of the lower bits); their
-// neighbours are given as packed bit positions. The thread owning the word decides them from that adjacency.
+// CSR rows are ordered by packed position (row = mod_rank[word] + popcount of the lower bits), so a word's
+// modified sites have consecutive rows; their neighbours are given as packed bit positions. Two ways, the same
+// decisions: when they are few, the thread owning the word decides them one after the other from that adjacency
+// (inline); when they are many (modified_apart), multispin_decide_modified decides them first, one thread per
+// site, into a bit per row (mod_decided), and the packed pass only moves the word's run of row bits onto the
+// word's modified bits.
 #include "philox.cuh"
 #include "metropolis_numbers.cuh"
 
@@ -33,69 +38,36 @@ __device__ __forceinline__ unsigned int packed_bit(const unsigned int* packed, c
     return (packed[pos >> 5] >> (pos & 31)) & 1u;
 }
 
-// Masks of the bits (sites) whose number is below each threshold: high halves only, plus "a tie was seen".
-template <int DIM>
-__device__ __forceinline__ bool below_high(const PhiloxKey key, const int colour, const unsigned int group0,
-                                           const unsigned int t2, const unsigned int t4, const unsigned int t6,
-                                           unsigned int& lt2, unsigned int& lt4, unsigned int& lt6)
+// The low popcount(mask) bits of `bits`, in order, moved to the positions of mask's set bits (a software PDEP):
+// a word's run of modified-site decisions onto the word's modified bits.
+__device__ __forceinline__ unsigned int deposit_bits(unsigned int bits, unsigned int mask)
 {
-    const unsigned int h2 = t2 >> 16, h4 = t4 >> 16, h6 = t6 >> 16;
-    bool tie = false;
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const uint4 call = philox_draw(key, TAG_METROPOLIS + colour, group0 + q);
-#pragma unroll
-        for (int m = 0; m < 4; ++m) {
-            const unsigned int v = m == 0 ? call.x : (m == 1 ? call.y : (m == 2 ? call.z : call.w));
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const unsigned int number = h ? v >> 16 : v & 0xFFFFu;
-                const unsigned int bit = 1u << (8 * q + 2 * m + h);
-                if (number < h2) lt2 |= bit;
-                if (number < h4) lt4 |= bit;
-                if (DIM == 3 && number < h6) lt6 |= bit;
-                tie |= number == h2 || number == h4 || (DIM == 3 && number == h6);
-            }
-        }
+    unsigned int out = 0u;
+    while (mask) {
+        const unsigned int lowest = mask & (0u - mask);
+        if (bits & 1u) out |= lowest;
+        bits >>= 1;
+        mask ^= lowest;
     }
-    return tie;
-}
-
-// The same masks from full 32-bit numbers (high and low calls): the rare path after a tie.
-template <int DIM>
-__device__ void below_exact(const PhiloxKey key, const int colour, const unsigned int group0, const unsigned int t2,
-                            const unsigned int t4, const unsigned int t6, unsigned int& lt2, unsigned int& lt4,
-                            unsigned int& lt6)
-{
-    lt2 = lt4 = lt6 = 0;
-    for (int q = 0; q < 4; ++q) {
-        const uint4 high = philox_draw(key, TAG_METROPOLIS + colour, group0 + q);
-        const uint4 low = philox_draw(key, TAG_METROPOLIS_LOW + colour, group0 + q);
-        for (int m = 0; m < 4; ++m) {
-            const unsigned int vh = philox_word(high, m), vl = philox_word(low, m);
-            for (int h = 0; h < 2; ++h) {
-                const unsigned int number = (((vh >> (16 * h)) & 0xFFFFu) << 16) | ((vl >> (16 * h)) & 0xFFFFu);
-                const unsigned int bit = 1u << (8 * q + 2 * m + h);
-                if (number < t2) lt2 |= bit;
-                if (number < t4) lt4 |= bit;
-                if (DIM == 3 && number < t6) lt6 |= bit;
-            }
-        }
-    }
+    return out;
 }
 
 // What stays fixed from sweep to sweep (arrays and thresholds), in one device buffer, so that a launch passes
 // six arguments: Python's launch cost per argument, not the GPU, limited the sweeps through the model API.
 struct MultispinParams {
     unsigned int* flips;                        // flip words: the sweep's, or their union over a frame
-    const unsigned int* thresholds;             // floor(exp(-2k/T) 2^32) for k = 0 .. max_k (modified sites)
+    const unsigned long long* thresholds;       // floor(exp(-2k/T) 2^64) for k = 0 .. max_k (modified sites)
     const unsigned int* mod_words;              // PackedRewired (sim/gpu/multispin.py)
     const unsigned int* mod_rank;
     const int* mod_offsets;
     const int* mod_neighbours;
+    const int* mod_positions;                   // packed bit position of each modified site (CSR row)
+    unsigned int* mod_decided;                  // bit per CSR row: flips (multispin_decide_modified)
     unsigned long long* totals;                 // per measured sweep: lattice bonds, spin sum, flips (int64)
-    unsigned int t2, t4, t6;                    // thresholds of k = 2, 4, 6
+    unsigned long long t2, t4, t6;              // thresholds of k = 2, 4, 6
+    unsigned int top_masks[3][8];               // their top bytes as planes_below's masks (host: engine.py)
     int has_modified;
+    int modified_apart;                         // modified sites decided by multispin_decide_modified
     // Added to a launch's stream and totals slot. 0 for launches that pass the real ones; a frame replayed from
     // a CUDA graph (gpu/engine.py FrameReplay) passes 0 .. K-1 and keeps the frame's position here, set before
     // the frame by multispin_set_base and moved on after each replay by multispin_advance_base, so the same
@@ -150,7 +122,8 @@ __device__ __forceinline__ void block_sums_into(long long (&values)[N], unsigned
 // dim N - 2 (unlike pairs); each colour-0 word is the "same" word of exactly one colour-1 thread, so that thread
 // counts its down spins too. Flips are counted in both passes. The rewired edges' correction is a separate
 // launch (multispin_measure_rewired) after the colour-1 pass.
-template <int DIM>
+// ROUNDS: the Philox rounds of the bit-plane calls, 10 (the engine's); bench sim also times 7 (philox.cuh).
+template <int DIM, int ROUNDS>
 __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const MultispinParams* __restrict__ params,
                                      const int L, const int flags, const unsigned long long seed,
                                      const unsigned long long stream)
@@ -199,21 +172,28 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         const unsigned long long sweep_stream = stream + params->stream_base;
         const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)sweep_stream,
                                (unsigned int)(sweep_stream >> 32)};
-        const unsigned int t2 = params->t2, t4 = params->t4, t6 = params->t6;
-        const unsigned int group0 = ((unsigned int)global_r * (unsigned int)L + 64u * (unsigned int)w) >> 4;
-        unsigned int lt2 = 0, lt4 = 0, lt6 = 0;
-        if (below_high<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6))
-            below_exact<DIM>(key, colour, group0, t2, t4, t6, lt2, lt4, lt6);
+        const unsigned int q0 = ((unsigned int)global_r * (unsigned int)L + 64u * (unsigned int)w) >> 1;
+        unsigned int planes[8];
+        word_planes<ROUNDS>(key, colour, q0 >> 4, planes);
+        unsigned int lt[3] = {0u, 0u, 0u}, eq[3] = {0u, 0u, 0u};
+#pragma unroll
+        for (int t = 0; t < (DIM == 3 ? 3 : 2); ++t) {
+            const uint4* m4 = reinterpret_cast<const uint4*>(params->top_masks[t]);
+            const uint4 lo = m4[0], hi = m4[1];
+            const unsigned int masks[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+            planes_below(planes, masks, lt[t], eq[t]);
+        }
 
         // unlike-neighbour bits, counted by adders: u = unlike neighbours of each site
         const unsigned int a = s ^ same, b = s ^ side, c = s ^ up, d = s ^ down;
-        unsigned int flip;
+        unsigned int flip, need2, need4, need6 = 0u;  // need_k: the sites with that k > 0
         if constexpr (DIM == 2) {
             const unsigned int ones = a ^ b ^ c ^ d;                          // u odd
             const unsigned int two_or_more = (a & b) | (c & d) | ((a ^ b) & (c ^ d));
-            const unsigned int none = ~(a | b | c | d);
             // u >= 2: k <= 0, always; u = 1: k = 2; u = 0: k = 4
-            flip = two_or_more | (ones & ~two_or_more & lt2) | (none & lt4);
+            need2 = ones & ~two_or_more;
+            need4 = ~(a | b | c | d);
+            flip = two_or_more | (need2 & lt[0]) | (need4 & lt[1]);
         } else {
             const unsigned int e = s ^ back, f = s ^ front;
             const unsigned int s1 = a ^ b ^ c, c1 = (a & b) | (c & (a ^ b));  // a + b + c = s1 + 2 c1
@@ -223,11 +203,26 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
             const unsigned int two_twos = (c1 & c2) | (c3 & (c1 ^ c2));
             const unsigned int one_two = (c1 ^ c2 ^ c3) & ~two_twos;
             // u >= 3: always; u = 2: k = 2; u = 1: k = 4; u = 0: k = 6
-            flip = two_twos | (ones & any_two) | (~ones & one_two & lt2) | (ones & ~any_two & lt4) |
-                   (~ones & ~any_two & lt6);
+            need2 = ~ones & one_two;
+            need4 = ones & ~any_two;
+            need6 = ~ones & ~any_two;
+            flip = two_twos | (ones & any_two) | (need2 & lt[0]) | (need4 & lt[1]) | (need6 & lt[2]);
+        }
+        // ties of the top bytes (~ 2^-8 per site): the low 56 bits decide, one call per tied site
+        const unsigned int ties = ((need2 & eq[0]) | (need4 & eq[1]) | (need6 & eq[2])) & ~modified;
+        if (ties) {
+            const unsigned int need[3] = {need2, need4, need6};
+            const unsigned long long full[3] = {params->t2, params->t4, params->t6};
+            flip |= tied_sites_below<3>(ties, need, full, key, colour, q0);
         }
 
-        if (modified) {
+        if (modified && params->modified_apart) {
+            // decided before this pass: the word's modified sites are the rows first_row .. in bit order
+            const unsigned int first_row = g.rank[own];
+            const unsigned int* decided = params->mod_decided + (first_row >> 5);
+            flip = (flip & ~modified) | deposit_bits(__funnelshift_r(decided[0], decided[1], first_row & 31u),
+                                                     modified);
+        } else if (modified) {
             flip &= ~modified;
             const unsigned int first_row = g.rank[own];
             unsigned int todo = modified;
@@ -241,10 +236,8 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
                     h += 1 - 2 * (int)(at >= 0 ? packed_bit(packed, at) : params->remote[-1 - at] & 1u);
                 }
                 const int k = (1 - 2 * (int)((s >> bit) & 1u)) * h;
-                const int site = global_r * L + 2 * (32 * w + bit) + o;
-                if (k <= 0 || number_below(number_high(philox_draw(key, TAG_METROPOLIS + colour, (unsigned int)(site >> 4)),
-                                                       site),
-                                           params->thresholds[k], key, colour, site))
+                if (k <= 0 || number_below(planes_top_byte(planes, bit), params->thresholds[k], key, colour,
+                                           q0 + (unsigned int)bit))
                     flip |= 1u << bit;
             }
         }
@@ -272,6 +265,54 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
             block_sums_into<1>(sums, slot + 2);
         }
     }
+}
+
+// The modified sites of one colour (CSR rows first_row .. first_row + count - 1), decided before that colour's
+// packed pass, one thread per site: the same rule and the same random bits as the packed kernel's inline loop
+// (site_number_below draws the site's top-bytes call; colour index q = position - colour * half). Their
+// neighbours are all of the other colour, which this half-sweep does not change, and the packed pass has not yet
+// changed their own spins. Each warp's 32 decisions (rows 32j .. 32j + 31) become word j of mod_decided by a
+// ballot: no atomics. A word shared with the other colour's rows is written by both colours' launches, each
+// read by its own packed pass in between.
+// On a slab (slab_extent > 0) the CSR rows are the slab's own modified sites, mod_decided is the slab's, a
+// neighbour entry j < 0 reads entry -1 - j of ``remote`` (as in the packed pass), and the colour index is made
+// global: half / slab_extent colour indices per slow index, the local slow index moved by slab_offset.
+__global__ void multispin_decide_modified(const unsigned int* __restrict__ packed,
+                                          const MultispinParams* __restrict__ params, const int first_row,
+                                          const int count, const int colour, const unsigned int half,
+                                          const unsigned long long seed, const unsigned long long stream)
+{
+    const int row = (first_row & ~31) + (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int end = first_row + count;
+    bool flip = false;
+    if (row >= first_row && row < end) {
+        const unsigned int position = (unsigned int)params->mod_positions[row];
+        const int* __restrict__ neighbours = params->mod_neighbours;
+        int h = 0;
+        for (int j = params->mod_offsets[row]; j < params->mod_offsets[row + 1]; ++j) {
+            const int at = neighbours[j];
+            h += 1 - 2 * (int)(at >= 0 ? packed_bit(packed, at) : params->remote[-1 - at] & 1u);
+        }
+        const int k = (1 - 2 * (int)packed_bit(packed, (int)position)) * h;
+        if (k <= 0) {
+            flip = true;
+        } else {
+            const unsigned long long sweep_stream = stream + params->stream_base;
+            const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)sweep_stream,
+                                   (unsigned int)(sweep_stream >> 32)};
+            unsigned int q = position - (unsigned int)colour * half;
+            if (params->slab_extent > 0) {
+                const unsigned int per_slow = half / (unsigned int)params->slab_extent;
+                int slow = (int)(q / per_slow) + params->slab_offset;
+                if (slow < 0) slow += params->slab_total;
+                if (slow >= params->slab_total) slow -= params->slab_total;
+                q = (unsigned int)slow * per_slow + q % per_slow;
+            }
+            flip = site_number_below(params->thresholds[k], key, colour, 2u * q);
+        }
+    }
+    const unsigned int votes = __ballot_sync(0xffffffffu, flip);
+    if ((threadIdx.x & 31) == 0 && row < end) params->mod_decided[row >> 5] = votes;
 }
 
 // The rewired edges' part of a measured sweep's bond sum: + s_u s_v over the new edges, - over the lattice edges
