@@ -148,7 +148,8 @@ def emulated_models(monkeypatch):
 def test_a_split_model_steps_measures_and_resumes_as_on_one_device(emulated_models, dim, L, p):
     IsingModel = emulated_models
     values = dict(dim=dim, L=L, p=p, T=2.3 if dim == 2 else 4.5, algorithm="metropolis", seed=5)
-    one, two, four = IsingModel(**values), IsingModel(**values, devices=(0, 1)), IsingModel(**values, devices=(0, 1, 2, 3))
+    one, two = IsingModel(**values), IsingModel(**values, devices=(0, 1))
+    four = IsingModel(**values, devices=(0, 1, 2, 3))
     assert two.devices == (0, 1) and two.xp is np
     for model in (one, two, four):
         model.step(3)

@@ -85,7 +85,8 @@ class SlabFiniteDifference:
         moved; the new field is then the field."""
         inv_dx2 = 1.0 / (dx * dx)
         for _ in range(int(n)):
-            for stage_base, evaluated, out, hm in (("phi", "phi", "half", 0.5 * m * dt), ("phi", "half", "new", m * dt)):
+            stages = (("phi", "phi", "half", 0.5 * m * dt), ("phi", "half", "new", m * dt))
+            for stage_base, evaluated, out, hm in stages:
                 for part, slab, arrays, stage in zip(self.parts, self.layout.slabs, self.arrays, self.stages):
                     with part.use():
                         stage(arrays[stage_base], arrays[evaluated], arrays[out], b, u, K, inv_dx2, hm,

@@ -14,6 +14,8 @@ The next half-sweep reads the other colour only, so the halos of colour c are ne
 Rewired edges whose ends live on different parts: a modified site's neighbour outside its slab and halos is an
 entry ``-1 - j`` of its CSR row, j indexing the part's ``remote`` array; after the half-sweep that updated those
 neighbours, each owner gathers their bits into a small buffer and moves it into the requester's ``remote``.
+With many modified sites (CudaEngine's N/1000 rule) each part decides its own before each colour's passes
+(multispin_decide_modified, global colour indices, the part's own decision bits), as CudaEngine does.
 
 The CPU runs the same decomposition in one process: the kernels under the CUDA emulator (sim/gpu/emulate.py) on
 NumPy slabs, moved by LocalExchanger (tests/test_multidevice_ising.py).
@@ -144,7 +146,7 @@ def _part_rewired(lattice: RewiredLattice | None, geometry: _Geometry, adjacency
     local = geometry.positions(nb)
     remote_mask = local < 0
     # remote neighbours, grouped by the colour of the site that reads them (the half-sweep needing them)
-    dim, L = geometry.dim, geometry.L
+    L = geometry.L
     reader_colour = (pos[owner] >= geometry.rows * (L // 2)).astype(np.int64)
     keys = np.unique(np.stack([reader_colour[remote_mask], nb[remote_mask]], axis=1), axis=0) \
         if remote_mask.any() else np.empty((0, 2), np.int64)
@@ -277,7 +279,8 @@ class SlabMetropolis:
                         pos = owner.geometry.positions(chosen)
                         with owner.part.use():
                             oxp = owner.part.xp
-                            gather = _Gather(i, _to_device(oxp, pos >> 5), _to_device(oxp, (pos & 31).astype(np.uint32)),
+                            gather = _Gather(i, _to_device(oxp, pos >> 5),
+                                             _to_device(oxp, (pos & 31).astype(np.uint32)),
                                              oxp.zeros(chosen.size, dtype=oxp.uint32))
                         with state.part.use():
                             gather.dst = state.arrays["remote"][start:start + chosen.size]
@@ -616,8 +619,8 @@ class SlabMetropolis:
                         stream.wait_event(event)
 
     def _launch_periods(self, seed: int, first_stream: int, k: int) -> None:
-        """k sweeps (stream arguments first_stream .. + k-1) in periods of ``depth`` half-sweeps: each part updates its owned
-        planes and as much of its halos as is still current, exactly as their owners do (the numbers are keyed
+        """k sweeps (stream arguments first_stream .. + k-1) in periods of ``depth`` half-sweeps: each part updates
+        its owned planes and as much of its halos as is still current, exactly as their owners do (the numbers are keyed
         by global site and sweep), and only at a period's end are all halo planes moved. One exchange every
         ``depth`` half-sweeps instead of every one: the GPUs wait for each other that much less often."""
         seed64 = np.uint64(seed)
