@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from latticelab.bench.common import add_output_arguments, finish
+from latticelab.bench.common import add_output_arguments, finish, select_cases
 
 CH_CASES = {
     "multigpu-ch-fd-2d-L16384-total": {"alias": "ch2d", "dim": 2, "L": 16384, "ratio_targets": {2: 1.85}},
@@ -219,6 +219,12 @@ def run_ch_case(cp, name: str, spec: dict, n: int, args) -> dict:
 
 def main(args) -> int:
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")     # never NVLink multicast (docs/design/multigpu.md)
+    every = {**CASES, **CH_CASES}
+    try:
+        chosen = select_cases(args.cases, every)
+    except ValueError as exc:
+        print(f"latticelab bench multigpu: {exc}")
+        return 2
     from latticelab.sim.backend import BackendError, select_backend
     try:
         backend = select_backend("cuda")
@@ -230,12 +236,6 @@ def main(args) -> int:
     if count < 2:
         print(f"latticelab bench multigpu needs at least 2 GPUs; this machine has {count}")
         return 1
-    every = {**CASES, **CH_CASES}
-    chosen = [n for n, s in every.items() if args.cases == "all" or any(
-        n.startswith(p) or s["alias"].startswith(p) for p in args.cases.split(","))]
-    if not chosen:
-        print(f"latticelab bench multigpu: --cases: no case matches {args.cases!r}; cases are {', '.join(every)}")
-        return 2
     device = f"{count} x {backend.device_name}"
     print(f"latticelab bench multigpu on {device}", flush=True)
     cases = []
