@@ -126,6 +126,14 @@ def _open_output(args, model):
     return open_output(args.output, model, every=args.every, overwrite=args.overwrite, inputs=inputs)
 
 
+def devices_help(cls) -> str:
+    """The help of ``--devices`` for one model: what it splits, or that it runs on one device."""
+    if not cls.splits_across_devices:
+        return "the GPUs to split one run over: this model runs on one device only"
+    return ("the GPUs to split one run over, 'all' or ids like 0,1 (default: one device); "
+            + (cls.devices_note or "slabs with halos, the same result as on one device"))
+
+
 def add_model_run_options(parser: argparse.ArgumentParser, cls) -> None:
     """The extra inputs and outputs a model declares for headless runs (``Model.run_options``, sim/model.py)."""
     if not cls.run_options:
@@ -153,6 +161,7 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
         add_parameter_options(p, [cls.Params], f"{cls.title} (default: the model's defaults)")
         g = p.add_argument_group("running")
         g.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
+        g.add_argument("--devices", default=None, metavar="IDS", help=devices_help(cls))
         g.add_argument("--steps", type=int, default=None, help=f"number of steps to record (default {DEFAULT_STEPS})")
         g.add_argument("--until", type=_typed(float), default=None, metavar="T",
                        help=f"record until the model's time ({cls.time_label}) reaches T, instead of a number of steps")
@@ -315,7 +324,7 @@ def run_model(args) -> int:
     outputs = _check_outputs(args, cls)
     given = given_parameters(args, cls.Params)
     try:
-        model = cls.create(backend=args.backend, **given)
+        model = cls.create(backend=args.backend, devices=args.devices, **given)
     except ParameterError as exc:
         if exc.parameter in given or exc.parameter not in cls.Params.model_fields or not given:
             raise

@@ -25,6 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
     parser.add_argument("--model", choices=tuple(models), default=None,
                         help="the model to open (default: the last session's)")
     parser.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
+    parser.add_argument("--devices", default=None, metavar="IDS",
+                        help="the GPUs to split one run over, 'all' or ids like 0,1 (default: one device), for the "
+                             "models that split (" + ", ".join(n for n, c in models.items() if c.splits_across_devices)
+                             + "; 'latticelab run <model> --help' says what splits); the others run on one device")
     _add_parameters_by_model(parser, models)
     s = parser.add_argument_group("running and figures")
     s.add_argument("--steps", type=int, default=None, help="run this many steps, then pause (with --quit: default 0)")
@@ -167,7 +171,8 @@ def run_gui(args) -> int:
     model = resolve_model(args, prefs)
     try:
         params = resolve_parameters(args, prefs, gpu, model)
-        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend)
+        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend,
+                            devices=args.devices)
     except (ParameterError, MemoryError) as exc:
         from latticelab.app.cli import given_parameters
         from latticelab.sim.models import get_model
@@ -177,7 +182,8 @@ def run_gui(args) -> int:
         # A stored value that no longer works here (e.g. too large for this machine): start from defaults.
         prefs.problems.append(f"stored parameters not usable ({exc}); using defaults")
         params = resolve_parameters(args, Preferences(None), gpu, model)
-        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend)
+        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend,
+                            devices=args.devices)
 
     c = window.controls
     if args.steps_per_frame is not None:

@@ -42,7 +42,7 @@ from latticelab.render.field_view import FieldView
 from latticelab.render.plots import LivePlots, glyph_steps, series_for
 from latticelab.render.unfold import UnfoldLayout
 from latticelab.sim import io, state
-from latticelab.sim.backend import BackendError, initialise_gpu_libraries
+from latticelab.sim.backend import BackendError, initialise_gpu_libraries, select_backend
 from latticelab.sim.models import all_models, get_model, model_names
 from latticelab.sim.model import Model
 from latticelab.sim.params import ModelParams, ParameterError
@@ -88,7 +88,8 @@ class MainWindow(QtWidgets.QMainWindow):
     modelChanged = QtCore.Signal()    # another model is shown (a switch, a rebuild, a reset, a loaded state)
 
     def __init__(self, model: str, parameters: ModelParams | dict | None = None,
-                 preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto"):
+                 preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto",
+                 devices=None):
         protect_singletons()
         if not share_gl_contexts():
             log.warning("the QApplication was made without Qt.AA_ShareOpenGLContexts: a dock holding a canvas "
@@ -96,15 +97,17 @@ class MainWindow(QtWidgets.QMainWindow):
         super().__init__()
         self.prefs = preferences or Preferences(None)
         self.interactive = interactive   # False: scripted runs never open dialogs
-        self.runner = Runner(model, parameters, backend=backend, samples_per_batch=PLOT_SAMPLES_PER_FRAME)
+        self.runner = Runner(model, parameters, backend=backend, samples_per_batch=PLOT_SAMPLES_PER_FRAME,
+                             devices=devices)
         if self.runner.model.backend_name == "cuda":
+            gpu_xp = select_backend(backend).xp   # CuPy (a model split over devices shows host arrays: model.xp)
             # loaded here, not first by a model's build on a worker thread, where loading them blocked this
             # thread's texture writes for up to a third of a second (sim/backend.py)
-            log.info("CUDA libraries initialised: %s", ", ".join(initialise_gpu_libraries(self.runner.model.xp)))
+            log.info("CUDA libraries initialised: %s", ", ".join(initialise_gpu_libraries(gpu_xp)))
             # the other models' kernels compiled by a process of its own, once per installation and GPU, so that
             # a first switch to them does not compile and load them beside this thread (app/kernel_cache.py)
             try:
-                start_in_background(device_identity(self.runner.model.xp))
+                start_in_background(device_identity(gpu_xp))
             except Exception as exc:      # a convenience: the window works without it
                 log.warning("GPU kernels not prepared in the background: %s: %s", type(exc).__name__, exc)
         self.last_message = ""
@@ -550,9 +553,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """Build a ``cls`` model from ``params`` on the worker (app/preparing.py) while this one keeps running; the
         frame loop calls ``ready(look)`` (a sim.runner.FirstLook of the model) or ``failed(exception)`` when it is
         done (_poll_preparation)."""
-        backend = self.runner.backend
+        backend, devices = self.runner.backend, self.runner.devices
         # the model's first observables are taken on the worker too (sim/runner.py FirstLook): ``ready`` gets them
-        job = Job(lambda: FirstLook(preparing.build_model(cls, params, backend)), what, ready, failed,
+        job = Job(lambda: FirstLook(preparing.build_model(cls, params, backend, devices)), what, ready, failed,
                   device=current_device(self.model))
         self._hold_full_collections()        # before the worker starts allocating
         self.preparer.start(job)

@@ -186,6 +186,9 @@ class CahnHilliardModel(Model):
     time_label = "simulated time"
     state_format = 1
     cpu_pace = 0     # auto: one step of dt = 0.02 a frame left the field a grey square for seconds
+    splits_across_devices = True       # finite differences only (slabs.py)
+    devices_note = ("finite-difference steps split into slabs, the same field bit for bit as on one GPU; the "
+                    "spectral integrators and thermal noise stay on one device")
     small_example = {"dim": 2, "L": 16, "dt": 0.01, "noise": 0.1, "thermal": 0.05}
     diverges_with = ("dt", "thermal")
     # extra inputs and outputs of `latticelab run cahn-hilliard` (sim/model.py RunOption; CahnHilliardRun below)
@@ -220,10 +223,31 @@ class CahnHilliardModel(Model):
             per_cell += FFT_PLAN_BYTES
         return int(per_cell * params.L ** params.dim)
 
-    def __init__(self, params: CahnHilliardParams | None = None, backend: str = "auto", **values):
+    @classmethod
+    def estimate_bytes_per_device(cls, params: CahnHilliardParams, backend_name: str, devices: int) -> int:
+        """Each device's share of a split run: its slab of the field and of the two stage buffers (slabs.py)."""
+        if devices == 1:
+            return cls.estimate_bytes(params, backend_name)
+        from latticelab.sim.models.cahn_hilliard.slabs import device_bytes_per_part
+        return device_bytes_per_part(params.dim, params.L, devices, 8 if params.precision == "double" else 4)
+
+    def __init__(self, params: CahnHilliardParams | None = None, backend: str = "auto", *, devices=None, **values):
+        """``devices``: the GPUs one run is split over ("0,1", "all", ids; default one device): finite-difference
+        steps on slabs of the field (slabs.py); the field the model shows is then a host copy."""
+        from latticelab.sim.multidevice.devices import resolve_devices
         params = self._setup(params, backend, values)
         self.dtype = np.dtype(np.float64 if params.precision == "double" else np.float32)
-        check_fits(type(self), params, self._backend)
+        self._devices = resolve_devices(type(self), devices, self._backend)
+        self._split = None
+        if len(self._devices) > 1:
+            from latticelab.sim.models.cahn_hilliard.slabs import SplitField, split_refusal
+            refusal = split_refusal(params, len(self._devices))
+            if refusal is not None:
+                raise refusal
+        check_fits(type(self), params, self._backend, self._devices)
+        if len(self._devices) > 1:
+            self._split = SplitField(self.xp, self._devices, params.dim, params.L, self.dtype, params.boundary)
+            self.xp = np                 # what the model shows (fields, pictures, observables) lives on the host
         self._rng = StreamRNG(self.xp, params.seed)
         self._fd = None
         self._spectral = None
@@ -256,6 +280,23 @@ class CahnHilliardModel(Model):
         return self._time
 
     @property
+    def devices(self) -> tuple[int, ...]:
+        """The devices the run is split over (one: not split)."""
+        return self._devices
+
+    @property
+    def phi(self):
+        """The field: on the model's device, or a host copy of a split run's."""
+        return self._split.field() if self._split is not None else self._phi
+
+    @phi.setter
+    def phi(self, value) -> None:
+        if self._split is not None:
+            self._split.load(to_numpy(value))
+        else:
+            self._phi = value
+
+    @property
     def dt_current(self) -> float:
         """The step the next ``step`` takes (dt, or the adaptive step)."""
         return self._dt_current
@@ -265,6 +306,12 @@ class CahnHilliardModel(Model):
         above the finite-difference stability limit among them) raises ParameterError and changes nothing."""
         new = self._validated("live", changes)
         old = self._params
+        if self._split is not None:
+            from latticelab.sim.models.cahn_hilliard.slabs import split_refusal
+            refusal = split_refusal(new, len(self._devices))
+            if refusal is not None:
+                wrong = "integrator" if new.integrator != old.integrator else "thermal"
+                raise ParameterError(wrong, str(refusal).removeprefix("devices: "))
         if new.integrator != old.integrator:
             if new.integrator not in SPECTRAL:
                 self.phi_hat = None
@@ -348,9 +395,14 @@ class CahnHilliardModel(Model):
         last (adaptive) step's statistics showed the field finite and in bounds."""
         if self._known_finite:
             return
-        largest = float(self.xp.abs(self.phi).max())
-        if largest <= self._diverged_limit():      # NaN fails this too
-            return
+        if self._split is not None:                # split over devices: each slab reduced where it lives
+            if self._split.finite():
+                return
+            largest = math.nan
+        else:
+            largest = float(self.xp.abs(self.phi).max())
+            if largest <= self._diverged_limit():      # NaN fails this too
+                return
         p = self._params
         cause = "thermal" if p.thermal > 0 else "dt"
         what = "non-finite values" if not math.isfinite(largest) else f"|phi| up to {largest:.3g}"
@@ -358,6 +410,12 @@ class CahnHilliardModel(Model):
                                     f"for this field{' and noise' if p.thermal > 0 else ''} (thermal = "
                                     f"{p.thermal:g}, dt = {self._dt_current:g}); lower "
                                     f"{'thermal or dt' if p.thermal > 0 else 'dt'}, then reset")
+
+    def _finite(self) -> bool:
+        """Whether every cell of the field is finite (reduced where the field lives)."""
+        if self._split is not None:
+            return self._split.finite()
+        return bool(self.xp.isfinite(self.phi).all())
 
     def advance_to(self, t: float) -> None:
         """Step until the simulated time is exactly ``t`` (the last step shortened to land on it)."""
@@ -435,6 +493,14 @@ class CahnHilliardModel(Model):
 
     def _advance(self, dt: float, adapt: bool) -> None:
         p = self._params
+        if self._split is not None:            # finite differences without noise (split_refusal)
+            self._split.step(1, dt, p.m, p.b, p.u, p.K, p.dx)
+            self._known_finite = False
+            self._time += dt
+            self._last_dt = dt
+            self._step_count += 1
+            self._obs_cache = None
+            return
         adaptive = adapt and p.time_step == "adaptive" and p.integrator in SPECTRAL
         old = self.phi
         noise = self._thermal_increment(dt) if p.thermal > 0 else None
