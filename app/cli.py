@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import csv
 import importlib
-import io as text_io
 import logging
 import os
 import sys
@@ -21,6 +20,8 @@ from latticelab.sim.params import allowed_text
 
 BACKENDS = ("auto", "cuda", "numpy")
 DEFAULT_STEPS = 100
+CHECK_EVERY = 1000      # without --csv, a run's observables are checked (finite) every this many steps
+MAX_RUN_STEPS = 1e10    # an --until run whose pace would need more steps than this is stopped with a message
 
 
 class UsageError(Exception):
@@ -55,14 +56,15 @@ def _typed(kind: type):
     return str
 
 
-def add_parameter_options(parser: argparse.ArgumentParser, schemas, title: str) -> None:
-    """One option per schema field (the union over ``schemas``, first declaration wins), default None:
-    values not given come from the model's suggested defaults (or, in the GUI, the last session)."""
+def add_parameter_options(parser: argparse.ArgumentParser, schemas, title: str, only=None) -> None:
+    """One option per schema field (the union over ``schemas``, first declaration wins; ``only``: these
+    fields), default None: values not given come from the model's suggested defaults (or, in the GUI, the
+    last session)."""
     group = parser.add_argument_group(title)
     seen = set()
     for schema in schemas:
         for name, info in schema.fields().items():
-            if name in seen or not info.get("cli", True):
+            if name in seen or not info.get("cli", True) or (only is not None and name not in only):
                 continue
             seen.add(name)
             unit = f" [{info['unit']}]" if info.get("unit") else ""
@@ -124,6 +126,14 @@ def _open_output(args, model):
     return open_output(args.output, model, every=args.every, overwrite=args.overwrite, inputs=inputs)
 
 
+def devices_help(cls) -> str:
+    """The help of ``--devices`` for one model: what it splits, or that it runs on one device."""
+    if not cls.splits_across_devices:
+        return "the GPUs to split one run over: this model runs on one device only"
+    return ("the GPUs to split one run over, 'all' or ids like 0,1 (default: one device); "
+            + (cls.devices_note or "slabs with halos, the same result as on one device"))
+
+
 def add_model_run_options(parser: argparse.ArgumentParser, cls) -> None:
     """The extra inputs and outputs a model declares for headless runs (``Model.run_options``, sim/model.py)."""
     if not cls.run_options:
@@ -151,6 +161,7 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
         add_parameter_options(p, [cls.Params], f"{cls.title} (default: the model's defaults)")
         g = p.add_argument_group("running")
         g.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
+        g.add_argument("--devices", default=None, metavar="IDS", help=devices_help(cls))
         g.add_argument("--steps", type=int, default=None, help=f"number of steps to record (default {DEFAULT_STEPS})")
         g.add_argument("--until", type=_typed(float), default=None, metavar="T",
                        help=f"record until the model's time ({cls.time_label}) reaches T, instead of a number of steps")
@@ -184,22 +195,45 @@ class Interrupted(Exception):
         self.signum = signum
 
 
+class _Signals:
+    """SIGINT and SIGTERM as Interrupted, raised where the run is, except inside ``held()``: a signal that comes
+    there is raised at its end (a step's bookkeeping, its count and its CSV row, is done whole or not at all)."""
+
+    def __init__(self):
+        self._held = False
+        self._pending: int | None = None
+
+    def stop(self, signum, _frame):
+        if self._held:
+            self._pending = signum
+            return
+        raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def held(self):
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+        if self._pending is not None:
+            raise Interrupted(self._pending)
+
+
 @contextlib.contextmanager
 def _interruptible():
     """SIGINT and SIGTERM raise Interrupted inside the block (in the main thread), so a run stops between
-    steps with a message instead of a traceback; the previous handlers come back afterwards."""
+    steps with a message instead of a traceback; the previous handlers come back afterwards. Yields the
+    ``_Signals`` whose ``held()`` defers them."""
     import signal
     import threading
+    signals = _Signals()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield signals
         return
-
-    def stop(signum, _frame):
-        raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, signals.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield signals
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -268,23 +302,36 @@ def run_model(args) -> int:
 
     The run records ``--steps`` steps or until the model's time reaches ``--until``, after ``--equilibrate``
     steps. The model's own options (``Model.run_options``: input files, extra outputs) act through its
-    ``RunHooks``; ``--record`` makes a movie of the recorded steps (sim/recording.py). Every output is kept in
-    memory (the movie: under a temporary name) and written atomically when the run is complete, so an
-    interrupted run leaves the old files (or none); the output paths are checked before the run starts. On a
-    terminal a progress bar shows the time left."""
+    ``RunHooks``; ``--record`` makes a movie of the recorded steps (sim/recording.py). The CSV rows are
+    streamed to a temporary file beside ``--csv`` as they come (memory does not grow with the run) and moved to
+    its name when the run ends; interrupted (SIGINT, SIGTERM) after some recorded steps, the finished rows are
+    moved there all the same, and the message says how many. The other outputs are written atomically when the
+    run is complete, so an interrupted run leaves the old files (or none); the output paths are checked before
+    the run starts. On a terminal a progress bar shows the time left."""
     import signal
 
-    from latticelab.sim.io import open_atomic
+    from latticelab.sim import export
+    from latticelab.sim.io import AtomicFile, open_atomic
+    from latticelab.sim.model import check_finite
     from latticelab.sim.models import get_model
     from latticelab.sim.output import record_step
-    from latticelab.sim.params import ParameterError
+    from latticelab.sim.params import ParameterError, derived_values
 
     cls = get_model(args.model)
     steps, until = _run_length(args)
     if args.record:
         check_record_options(args)
     outputs = _check_outputs(args, cls)
-    model = cls.create(backend=args.backend, **given_parameters(args, cls.Params))
+    given = given_parameters(args, cls.Params)
+    try:
+        model = cls.create(backend=args.backend, devices=args.devices, **given)
+    except ParameterError as exc:
+        if exc.parameter in given or exc.parameter not in cls.Params.model_fields or not given:
+            raise
+        chosen = " ".join(f"{option_name(k)} {v!r}" for k, v in given.items())
+        what = str(exc).removeprefix(exc.parameter + ": ")
+        raise ParameterError(exc.parameter, f"{what} ({option_name(exc.parameter)} was not given: its default "
+                                            f"does not go with {chosen})") from None
     hooks = cls.run_hooks({o.name: getattr(args, o.name) for o in cls.run_options})
     try:
         hooks.start(model)
@@ -293,18 +340,24 @@ def run_model(args) -> int:
     recorder = _recorder(args)
     output = None
     names = [o.name for o in cls.declared_observables]
-    time_column = cls.time_label.replace(" ", "_")
-    rows = text_io.StringIO() if args.csv else None
-    writer = csv.DictWriter(rows, fieldnames=[time_column, *names]) if rows else None
-    if writer:
-        writer.writeheader()
+    time_column = export.time_column(cls)
+    table = AtomicFile(args.csv, overwrite=args.overwrite, binary=False) if args.csv else None
+    writer, rows = None, 0
     phase, done, bar = "equilibration", 0, None
     elapsed = 0.0
     try:
-        with _interruptible():
+        if table is not None:
+            writer = csv.DictWriter(table.file, fieldnames=[time_column, *names])
+            writer.writeheader()
+        with _interruptible() as signals:
             summary = " ".join(f"{k}={v}" for k, v in model.params.model_dump().items())
             print(f"latticelab: {cls.title} {summary} on {model.backend_name} [{model.device_name}]",
                   file=sys.stderr)
+            derived = derived_values(model.params, given_parameters(args, cls.Params))
+            if derived:
+                print("latticelab: not given, so derived from the other parameters: "
+                      + ", ".join(f"{option_name(k)} {v!r} (default {cls.Params.model_fields[k].default!r})"
+                                  for k, v in derived.items()), file=sys.stderr)
             if args.equilibrate:
                 bar = _progress(args.equilibrate, "equilibrating", "steps", sys.stderr, leave=False)
             for done in range(1, args.equilibrate + 1):
@@ -323,24 +376,33 @@ def run_model(args) -> int:
             if output is not None:
                 output.snapshot(model)
             start = time.perf_counter()
+            clock_start = model.time
             while (done < steps) if until is None else (model.time < until):
                 hooks.before_step(model)
                 before = model.time
                 hooks.step(model, until)
                 hooks.after_step(model)
-                done += 1
-                if writer:
-                    writer.writerow({time_column: model.time, **model.observables()})
+                if until is not None and done and done % CHECK_EVERY == 0:
+                    clock_start = _check_time_left(model, until, clock_start, cls.time_label)
+                values = model.observables() if writer or done % CHECK_EVERY == 0 else None
+                if values is not None:
+                    check_finite(model, values)     # a diverged run ends with one line, not rows of NaN
+                with signals.held():        # the step is counted with its row
+                    done += 1
+                    if writer:
+                        writer.writerow({time_column: model.time, **values})
+                        rows += 1
                 _record_frame(recorder, model)
                 if output is not None:
                     record_step(output, model)
                 bar.update(1 if until is None else min(model.time, until) - before)
             elapsed = time.perf_counter() - start
             bar.close()
+            check_finite(model, model.observables())
             phase = "writing"
-            if rows is not None:
-                with open_atomic(args.csv, overwrite=args.overwrite, binary=False) as f:
-                    f.write(rows.getvalue())
+            if table is not None:
+                table, finished = None, table
+                finished.commit()
             for option, write in hooks.outputs(model).items():
                 with open_atomic(getattr(args, option), overwrite=args.overwrite, binary=False) as f:
                     write(f)
@@ -357,6 +419,13 @@ def run_model(args) -> int:
             bar.close()
         if recorder is not None:
             recorder.abort()
+        kept_rows = rows > 0          # written below, or already in the writing phase
+        if table is not None:
+            table, unfinished = None, table
+            if kept_rows:
+                unfinished.commit()     # the rows of the finished steps: what the run got to
+            else:
+                unfinished.discard()
         if output is not None:             # what it holds up to here stays readable (and appendable)
             output.close()
             outputs.pop("--output", None)
@@ -367,8 +436,9 @@ def run_model(args) -> int:
                    else f" steps ({cls.time_label} {model.time:g} of {until:g})")
         where = (f"while writing {', '.join(outputs.values())}" if phase == "writing"
                  else f"during {phase} after {completed}{how_far}")
-        kept = "".join(f"; {path} was left as it was" if os.path.exists(path) else f"; {path} was not written"
-                       for path in outputs.values())
+        kept = "".join(f"; the {rows} finished rows were written to {path}" if kept_rows and option == "--csv"
+                       else f"; {path} was left as it was" if os.path.exists(path) else f"; {path} was not written"
+                       for option, path in outputs.items())
         if args.record:
             kept += f"; the recording {args.record} was not kept"
         print(f"latticelab: interrupted ({signal.Signals(exc.signum).name}) {where}{kept}", file=sys.stderr)
@@ -376,6 +446,8 @@ def run_model(args) -> int:
     except BaseException:
         if recorder is not None:
             recorder.abort()
+        if table is not None:
+            table.discard()
         if output is not None:
             output.abort()
         raise
@@ -388,13 +460,27 @@ def run_model(args) -> int:
     return 0
 
 
+def _check_time_left(model, until: float, since: float, time_label: str) -> float:
+    """After CHECK_EVERY more steps of an --until run: UsageError when, at the pace of those steps, the time left
+    would take more than MAX_RUN_STEPS steps (a time step too small to get anywhere: the run would never end).
+    Returns the time to measure the next pace from."""
+    pace = (model.time - since) / CHECK_EVERY
+    left = until - model.time
+    if left > 0 and not (pace > 0 and left / pace <= MAX_RUN_STEPS):
+        steps = f"{left / pace:.3g} more steps" if pace > 0 else "steps without end (the time does not advance)"
+        raise UsageError(f"--until: reaching {time_label} {until:g} at {pace:.3g} a step would take {steps}; "
+                         f"at most {MAX_RUN_STEPS:.0e} are run: choose a larger time step or a smaller --until")
+    return model.time
+
+
 def _recorder(args):
     """The movie recorder of ``--record`` (None without it); its notes (an encoder fallback) on stderr."""
     if not args.record:
         return None
     from latticelab.sim.recording import FrameRecorder
     check_record_options(args)
-    recorder = FrameRecorder(args.record, fps=args.fps, every=args.record_every, overwrite=args.overwrite)
+    recorder = FrameRecorder(args.record, fps=args.fps, every=args.record_every, overwrite=args.overwrite,
+                             keep_every_frame=True)     # a run waits for its encoder: every frame asked for
     for note in recorder.notes:
         print(f"latticelab: {note}", file=sys.stderr)
     return recorder
@@ -430,21 +516,47 @@ def run_gui(args, *, explicit: bool) -> int:
     return run_model(build_parser().parse_args(["run", first, "--steps", "200"]))
 
 
+def _with_numpy_warnings_held(handler, args) -> int:
+    """``handler(args)`` with the RuntimeWarnings (NumPy's overflow, invalid value ...) held back: a command that
+    fails ends with its one line only (the warnings were on the way to it); one that succeeds says each warning
+    once, in one line, after its work."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default", RuntimeWarning)      # once per place: the record stays small
+        code = handler(args)
+    for warning in caught:
+        if issubclass(warning.category, RuntimeWarning):
+            print(f"latticelab: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    return code
+
+
+def _refuse_empty_values(args) -> None:
+    """An option given an empty value (``--csv ""``, ``--initial ""``) is a mistake, not a wish to leave it out:
+    UsageError naming it (argparse keeps "" as it is, and a test of truth would then skip the option silently)."""
+    for name, value in vars(args).items():
+        if isinstance(value, str) and not value.strip():
+            raise UsageError(f"{option_name(name)}: an empty value; give one, or leave the option out")
+
+
 def main(argv: list[str] | None = None, extra_commands=()) -> int:
     """Run the command line; ``extra_commands`` are functions (subparsers, parser_class) that add commands
     whose parsers set a ``handler(args)`` default."""
     from latticelab.sim.backend import BackendError
     from latticelab.sim.params import ParameterError
-    from latticelab.sim.io import OutputError
+    from latticelab.sim.io import OutputError, OutputExists
     argv = list(sys.argv[1:] if argv is None else argv)
     # -v / --verbose is accepted anywhere before a "--" (latticelab -v, latticelab run ising -v, ...)
     end = argv.index("--") if "--" in argv else len(argv)
     verbose = any(a in ("-v", "--verbose") for a in argv[:end])
     argv = [a for a in argv[:end] if a not in ("-v", "--verbose")] + argv[end:]
+    args = None
     try:
         parser = build_parser(extra_commands)
         args = parser.parse_args(argv)
         args.verbose = verbose
+        _refuse_empty_values(args)
         logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         if args.command in (None, "gui"):
@@ -453,9 +565,12 @@ def main(argv: list[str] | None = None, extra_commands=()) -> int:
                 args = parser.parse_args(["gui", *argv])
                 args.verbose = verbose
             return run_gui(args, explicit=explicit)
-        return args.handler(args)
+        return _with_numpy_warnings_held(args.handler, args)
     except (UsageError, ParameterError, BackendError, OutputError) as exc:
-        print(f"latticelab: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if isinstance(exc, OutputExists) and getattr(args, "overwrite", None) is False:
+            message = message.replace("allow overwriting", "give --overwrite to replace it")   # name the option
+        print(f"latticelab: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("latticelab: interrupted", file=sys.stderr)

@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import logging
 import sys
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -20,12 +21,15 @@ SCREENSHOT_KINDS = ("view", "cells", "window")
 
 
 def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
-    from latticelab.app.cli import BACKENDS, add_parameter_options
+    from latticelab.app.cli import BACKENDS
     parser.add_argument("--model", choices=tuple(models), default=None,
                         help="the model to open (default: the last session's)")
     parser.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
-    add_parameter_options(parser, [cls.Params for cls in models.values()],
-                          "model parameters (default: the last session's values, else the model's defaults)")
+    parser.add_argument("--devices", default=None, metavar="IDS",
+                        help="the GPUs to split one run over, 'all' or ids like 0,1 (default: one device), for the "
+                             "models that split (" + ", ".join(n for n, c in models.items() if c.splits_across_devices)
+                             + "; 'latticelab run <model> --help' says what splits); the others run on one device")
+    _add_parameters_by_model(parser, models)
     s = parser.add_argument_group("running and figures")
     s.add_argument("--steps", type=int, default=None, help="run this many steps, then pause (with --quit: default 0)")
     s.add_argument("--steps-per-frame", type=int, default=None,
@@ -48,6 +52,47 @@ def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
                        existing="an existing file is kept: a free name is chosen")
 
 
+def _add_parameters_by_model(parser: argparse.ArgumentParser, models: dict) -> None:
+    """The models' parameters as options, a group per model (each in its schema's order, with that model's own
+    help and range); a parameter of several models (L, seed, dim) is listed once, in a group of its own, naming
+    the models and without any one model's default or range."""
+    from latticelab.app.cli import _typed, add_parameter_options, option_name
+    owners: dict[str, list] = {}
+    for cls in models.values():
+        for name, info in cls.Params.fields().items():
+            if info.get("cli", True):
+                owners.setdefault(name, []).append(cls)
+    shared = [name for name, classes in owners.items() if len(classes) > 1]
+    group = parser.add_argument_group("parameters of several models (default: the last session's values, else "
+                                      "the model's defaults; see 'latticelab run MODEL --help' for each one's "
+                                      "range)")
+    for name in shared:
+        first = owners[name][0].Params.fields()[name]
+        unit = f" [{first['unit']}]" if first.get("unit") else ""
+        group.add_argument(option_name(name), dest=name, type=_typed(first["type"]), default=None,
+                           metavar=name.upper() if len(name) > 1 else name,
+                           help=f"{first['label']}{unit} (a parameter of {', '.join(c.name for c in owners[name])})")
+    for cls in models.values():
+        own = [name for name in cls.Params.fields() if name in owners and name not in shared]
+        if own:
+            add_parameter_options(parser, [cls.Params], f"{cls.title} (--model {cls.name})", only=own)
+
+
+def _check_screenshot_path(path: str) -> None:
+    """--screenshot's folder exists and is writable (OutputError naming the path) before the window opens and
+    the steps run; an existing file is fine (a free name beside it is chosen, as the window does)."""
+    from latticelab.sim.io import check_output
+    target = Path(path)
+    if target.suffix.lower() != ".png":
+        target = target.with_name(target.name + ".png")
+    check_output(target, overwrite=True)
+
+
+# A window side beyond any screen (8K is 7680 pixels wide) and within what OpenGL drivers draw into: larger sizes
+# ran out of memory in the window's first paint, over and over, instead of being refused.
+MAX_WINDOW_SIDE = 8192
+
+
 def _window_size(text: str | None):
     if not text:
         return None
@@ -55,9 +100,10 @@ def _window_size(text: str | None):
         width, height = (int(v) for v in text.lower().split("x"))
     except ValueError:
         width = height = 0
-    if width < 200 or height < 200:
+    if not (200 <= width <= MAX_WINDOW_SIDE and 200 <= height <= MAX_WINDOW_SIDE):
         from latticelab.sim.params import ParameterError
-        raise ParameterError("window-size", f"must be WIDTHxHEIGHT with both >= 200, e.g. 1400x860; got {text!r}")
+        raise ParameterError("window-size", f"must be WIDTHxHEIGHT with both in 200 .. {MAX_WINDOW_SIDE}, e.g. "
+                                            f"1400x860; got {text!r}")
     return width, height
 
 
@@ -94,6 +140,8 @@ def run_gui(args) -> int:
     from latticelab.sim.params import ParameterError
 
     size = _window_size(args.window_size)
+    if args.screenshot:
+        _check_screenshot_path(args.screenshot)
     if args.steps is not None and args.steps < 0:
         raise ParameterError("steps", f"must be a non-negative integer; got {args.steps}")
     if args.steps_per_frame is not None and not 0 <= args.steps_per_frame <= MAX_STEPS_PER_FRAME:
@@ -115,12 +163,16 @@ def run_gui(args) -> int:
     elif args.quit:
         store = None
     else:
-        store = QtCore.QSettings()
+        from latticelab.app.settings import open_default_store
+        store, refused = open_default_store()
+        if refused:
+            log.warning("%s", refused)
     prefs = Preferences(store)
     model = resolve_model(args, prefs)
     try:
         params = resolve_parameters(args, prefs, gpu, model)
-        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend)
+        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend,
+                            devices=args.devices)
     except (ParameterError, MemoryError) as exc:
         from latticelab.app.cli import given_parameters
         from latticelab.sim.models import get_model
@@ -130,7 +182,8 @@ def run_gui(args) -> int:
         # A stored value that no longer works here (e.g. too large for this machine): start from defaults.
         prefs.problems.append(f"stored parameters not usable ({exc}); using defaults")
         params = resolve_parameters(args, Preferences(None), gpu, model)
-        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend)
+        window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend,
+                            devices=args.devices)
 
     c = window.controls
     if args.steps_per_frame is not None:

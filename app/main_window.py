@@ -35,7 +35,7 @@ from latticelab.app.window_actions import build_actions, make_action, model_help
 from latticelab.render import palette
 from latticelab.render.cached_canvas import RegionCachedCanvas
 from latticelab.render.field_view import FieldView
-from latticelab.sim.backend import initialise_gpu_libraries
+from latticelab.sim.backend import initialise_gpu_libraries, select_backend
 from latticelab.sim.params import ModelParams
 from latticelab.sim.runner import Runner
 
@@ -51,7 +51,8 @@ class MainWindow(QtWidgets.QMainWindow):
     modelChanged = QtCore.Signal()    # another model is shown (a switch, a rebuild, a reset, a loaded state)
 
     def __init__(self, model: str, parameters: ModelParams | dict | None = None,
-                 preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto"):
+                 preferences: Preferences | None = None, interactive: bool = True, backend: str = "auto",
+                 devices=None):
         protect_singletons()
         if not share_gl_contexts():
             log.warning("the QApplication was made without Qt.AA_ShareOpenGLContexts: a dock holding a canvas "
@@ -59,9 +60,10 @@ class MainWindow(QtWidgets.QMainWindow):
         super().__init__()
         self.prefs = preferences or Preferences(None)
         self.interactive = interactive   # False: scripted runs never open dialogs
-        self.runner = Runner(model, parameters, backend=backend, samples_per_batch=PLOT_SAMPLES_PER_FRAME)
+        self.runner = Runner(model, parameters, backend=backend, samples_per_batch=PLOT_SAMPLES_PER_FRAME,
+                             devices=devices)
         if self.runner.model.backend_name == "cuda":
-            self._start_gpu_libraries()
+            self._start_gpu_libraries(select_backend(backend).xp)   # CuPy (a model split over devices: host arrays)
         self.last_message = ""
         self.last_error = ""
         self.steps_per_frame = 1
@@ -97,8 +99,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.lifecycle.after_model_change()
         self.set_running(True)
 
-    def _start_gpu_libraries(self) -> None:
-        xp = self.runner.model.xp
+    def _start_gpu_libraries(self, xp) -> None:
         # loaded here, not first by a model's build on a worker thread, where loading them blocked this thread's
         # texture writes (sim/backend.py)
         log.info("CUDA libraries initialised: %s", ", ".join(initialise_gpu_libraries(xp)))

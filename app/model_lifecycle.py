@@ -242,9 +242,9 @@ class ModelLifecycle:
         """Build a ``cls`` model from ``params`` on the worker (app/preparing.py) while this one keeps running; the
         frame loop calls ``ready(look)`` (a sim.runner.FirstLook of the model) or ``failed(exception)`` when it is
         done (``poll_preparation``)."""
-        backend = self.runner.backend
+        backend, devices = self.runner.backend, self.runner.devices
         # the model's first observables are taken on the worker too (sim/runner.py FirstLook): ``ready`` gets them
-        job = Job(lambda: FirstLook(preparing.build_model(cls, params, backend)), what, ready, failed,
+        job = Job(lambda: FirstLook(preparing.build_model(cls, params, backend, devices)), what, ready, failed,
                   device=current_device(self.model))
         self.hold_full_collections()        # before the worker starts allocating
         self.preparer.start(job)

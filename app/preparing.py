@@ -21,10 +21,12 @@ from typing import Any, Callable
 from latticelab.sim.model import HasProbe, HasSignal
 
 
-def build_model(cls, params, backend: str):
+def build_model(cls, params, backend: str, devices=None):
     """A new ``cls`` model from validated ``params``, ready to step at full speed: on a CUDA device its kernels
-    are compiled here (``warm_up``), not at its first frame. Tests replace this function to make a build slow."""
-    model = cls(params, backend=backend)
+    are compiled here (``warm_up``), not at its first frame. ``devices``: the window's devices option (models
+    that split use it). Tests replace this function to make a build slow."""
+    from latticelab.sim.multidevice.devices import device_option
+    model = cls(params, backend=backend, **device_option(cls, devices))
     if model.backend_name == "cuda":
         warm_up(model)
     return model

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from PySide6 import QtCore
 
+from latticelab.app.settings_text import serialized_object_key
 from latticelab.sim.params import ModelParams, ParameterError
 
 
@@ -136,6 +137,9 @@ def check_settings_file(path) -> Path:
         refuse("is binary data, not a settings file")
     if "\0" in text:
         refuse("is binary data, not a settings file")
+    key = serialized_object_key(text)
+    if key is not None:
+        refuse(f"holds a serialized object (@Variant) under {key}, which latticelab never loads")
     sections = set()
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -148,6 +152,24 @@ def check_settings_file(path) -> Path:
     if text.strip() and not sections & KNOWN_SECTIONS:
         refuse("holds no latticelab settings (another program's file?)")
     return path
+
+
+def open_default_store() -> tuple[QtCore.QSettings | None, str | None]:
+    """The user's settings (QSettings' default file for this application, without the organization-wide and
+    system fallbacks) and None; or (None, why) where that file holds a serialized object: Qt would unpickle it on
+    the first read, so the window starts from the defaults and does not write that file."""
+    store = QtCore.QSettings()
+    store.setFallbacksEnabled(False)      # only the one file checked below is read
+    path = Path(store.fileName())
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
+    except OSError:
+        text = ""                          # unreadable: Qt reads nothing from it either
+    key = serialized_object_key(text)
+    if key is None:
+        return store, None
+    return None, (f"settings file {path} holds a serialized object (@Variant) under {key}, which latticelab never "
+                  "loads: starting from the defaults, and this session's settings are not saved (remove that line)")
 
 
 def variant_key(schema: type[ModelParams], values: dict) -> str:

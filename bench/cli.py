@@ -27,6 +27,8 @@ BENCHMARKS = {
     "sweep-scaling": ("sweep_scaling", "one study on a local Dask cluster of 1 and of N workers (one per GPU): "
                       "points per hour and their ratio"),
     "io": ("output", "the same Ising run with and without fields written to Zarr every N sweeps: the overhead"),
+    "multigpu": ("multigpu", "one Ising lattice split over the GPUs of one host (slabs, halos) against one GPU: "
+                 "weak and strong scaling"),
     "responsiveness": ("responsiveness", "the window on the CPU while slow work runs (Swendsen-Wang at 2048^2, the "
                        "Spectrum dock at 3D 128^3): longest gaps between frames and event-loop iterations"),
 }

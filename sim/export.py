@@ -9,13 +9,13 @@ per sample::
     1,-1.21875,0.4375,0.12,nan,nan
     ...
 
-The time column is named after the model's ``time_label`` (spaces become underscores, as in the CSV of
-``latticelab run``); then every recorded observable, then the sliding-window standard deviations the plots
-show (``<name>_std``; NaN until the window has two samples). Samples taken under different values of the
-parameters that change while a model runs (T, the algorithm, ...) are never pooled unmarked: when the history
-holds more than one such segment, a last column ``segment`` numbers them (1, 2, ...) and the comment line names
-each one's parameters ("segment 1 from step 1: T=2.25 ...; segment 2 from step 301: T=1.5 ..."). Values are written
-with ``repr`` so they read back
+The time column is named after the model's ``time_label`` (its words joined by underscores: ``time_ms``, as
+in the CSV of ``latticelab run``); then every recorded observable, then the sliding-window standard deviations
+the plots show (``<name>_std``; NaN until the window has two samples). Samples taken under different values of
+the parameters that change while a model runs (T, the algorithm, ...) are never pooled unmarked: when the
+history holds more than one such segment, a last column ``segment`` numbers them (1, 2, ...) and the comment
+line names each one's parameters ("segment 1 from step 1: T=2.25 ...; segment 2 from step 301: T=1.5 ...").
+Values are written with ``repr`` so they read back
 exactly. The file is written atomically and never replaces an existing file unless asked (sim/io.py).
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io as text_io
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -46,8 +47,9 @@ def provenance(model) -> str:
 
 
 def time_column(model_class) -> str:
-    """The CSV name of a model's time axis: its ``time_label`` with spaces as underscores ("simulated_time")."""
-    return model_class.time_label.replace(" ", "_")
+    """The CSV name of a model's time axis: its ``time_label`` as a plain identifier, words joined by
+    underscores ("simulated_time", "time_ms" for "time (ms)")."""
+    return "_".join(re.findall(r"[A-Za-z0-9]+", model_class.time_label)).lower()
 
 
 def _number(value) -> str:

@@ -107,9 +107,25 @@ def device_available_bytes(xp) -> int:
     return int(free)
 
 
-def available_bytes(backend) -> int:
-    """Free memory where the backend's arrays live: the current GPU's, or the host's."""
-    return device_available_bytes(backend.xp) if backend.is_gpu else host_available_bytes()
+def available_bytes(backend, devices=None) -> int:
+    """Free memory where the backend's arrays live: the current GPU's, or the host's. With ``devices`` (ids of
+    a run split over several GPUs): the least any of them has free."""
+    if not backend.is_gpu:
+        return host_available_bytes()
+    if devices is None or len(devices) < 2:
+        return device_available_bytes(backend.xp)
+    free = []
+    for device in devices:
+        with backend.xp.cuda.Device(device):
+            free.append(device_available_bytes(backend.xp))
+    return min(free)
+
+
+def _estimate(model_cls, params, backend_name: str, devices) -> int | None:
+    n = 1 if devices is None else len(devices)
+    if n == 1:
+        return model_cls.estimate_bytes(params, backend_name)
+    return model_cls.estimate_bytes_per_device(params, backend_name, n)
 
 
 # The parameter that sets a model's size, the first of these its schema has: the error names it, and the
@@ -129,7 +145,7 @@ def _resolve(backend):
     return backend
 
 
-def largest_size_that_fits(model_cls, params, backend_name: str, have: int) -> int | None:
+def largest_size_that_fits(model_cls, params, backend_name: str, have: int, devices=None) -> int | None:
     """The largest value of the size parameter whose estimate is at most ``have`` bytes and that the schema
     accepts with the other parameters as they are (None when even the smallest does not fit). The estimate
     grows with the size, so a bisection finds it; the schema's own rules (even L, r <= L/2) are then met by
@@ -141,7 +157,7 @@ def largest_size_that_fits(model_cls, params, backend_name: str, have: int) -> i
     def need(value: int) -> int:
         # model_copy skips validation: the estimate only reads the fields, and values in between may break
         # rules (odd L) that the final candidate is checked against below
-        return model_cls.estimate_bytes(params.model_copy(update={size: value}), backend_name) or 0
+        return _estimate(model_cls, params.model_copy(update={size: value}), backend_name, devices) or 0
 
     low, high = 1, int(getattr(params, size))
     if need(low) > have:
@@ -158,22 +174,26 @@ def largest_size_that_fits(model_cls, params, backend_name: str, have: int) -> i
     return None
 
 
-def check_fits(model_cls, params, backend) -> int | None:
+def check_fits(model_cls, params, backend, devices=None) -> int | None:
     """Raise ParameterError naming the size parameter (L) when ``model_cls`` built with ``params`` would not fit
     in the free memory of ``backend`` (a Backend or a backend name): the message gives the estimate, what is
     free and the largest size that fits. Returns the estimate in bytes (None: the model gives none, no check).
+    With ``devices`` (the ids of a run split over several GPUs) the estimate and the free memory are each
+    device's: a lattice too large for one GPU is accepted on two when each half fits.
 
     Call it before building anything: the estimate comes from the parameters alone."""
     backend = _resolve(backend)
-    need = model_cls.estimate_bytes(params, backend.name)
+    need = _estimate(model_cls, params, backend.name, devices)
     if need is None:
         return None
-    have = available_bytes(backend)
+    have = available_bytes(backend, devices) if devices is not None and len(devices) > 1 else available_bytes(backend)
     if need <= have:
         return int(need)
     size = size_parameter(params) or "params"
     where = f"GPU {backend.device_name}" if backend.is_gpu else "host"
-    best = largest_size_that_fits(model_cls, params, backend.name, have)
+    if devices is not None and len(devices) > 1:
+        where = f"each of {len(devices)} GPUs {backend.device_name}"
+    best = largest_size_that_fits(model_cls, params, backend.name, have, devices)
     advice = (f"the largest {size} that fits is {best}" if best is not None
               else "even the smallest size does not fit")
     current = getattr(params, size, None)

@@ -17,12 +17,13 @@ How a frame flows (sim/runner.py drives it)::
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from latticelab.sim.params import ModelParams
+from latticelab.sim.params import ModelParams, ParameterError
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,15 @@ class Model(abc.ABC):
         small_example parameters of a small instance that steps in milliseconds on the CPU (tests, demos)
         format_1_layout  for the one model latticelab 0.1 saved (format 1, before the model name was stored):
                       where its parameters and arrays stood; sim/state.py upgrades such files (None for others)
+        diverges_with the parameters to name when a run's observables stop being finite numbers (a diverged
+                      run, ``check_finite``), the likeliest first; empty: the message names none
         run_options   extra options of ``latticelab run <model>`` (``RunOption``s: input files, outputs); the
                       classmethod ``run_hooks(values)`` turns their values into the run's ``RunHooks``
+        splits_across_devices  the capability of running one simulation split over several devices (the
+                      ``devices`` run option, sim/multidevice/): such a model's ``__init__`` takes ``devices=``
+                      and its ``estimate_bytes_per_device`` gives each device's share; other models refuse
+                      several devices with one line naming the model and the option; ``devices_note`` says
+                      for --help what is split and what stays on one device
     """
 
     name: ClassVar[str]
@@ -94,6 +102,9 @@ class Model(abc.ABC):
     format_1_layout: ClassVar[dict | None] = None
     run_options: ClassVar[tuple[RunOption, ...]] = ()
     field_units: ClassVar[dict[str, str]] = {}     # units of ``fields()`` for data files (absent: "1")
+    diverges_with: ClassVar[tuple[str, ...]] = ()
+    splits_across_devices: ClassVar[bool] = False
+    devices_note: ClassVar[str] = ""      # what a split run does and does not split, for --help
 
     @classmethod
     def run_hooks(cls, values: dict) -> RunHooks:
@@ -135,11 +146,20 @@ class Model(abc.ABC):
         return self._params.replace(**changes) if changes else self._params
 
     @classmethod
-    def create(cls, backend: str = "auto", **values) -> "Model":
-        """Build from plain values (defaults from the schema); bad values raise ParameterError."""
+    def create(cls, backend: str = "auto", devices=None, **values) -> "Model":
+        """Build from plain values (defaults from the schema); bad values raise ParameterError. ``devices``: the
+        devices one run is split over ("0,1", "all", a sequence of ids; default one device), for a model that
+        ``splits_across_devices``; others accept one device only (ParameterError('devices', ...))."""
         from latticelab.sim.backend import select_backend
+        from latticelab.sim.multidevice.devices import resolve_devices
         gpu = select_backend(backend).is_gpu if backend != "numpy" else False
-        return cls(cls.Params.create(gpu=gpu, **values), backend=backend)
+        params = cls.Params.create(gpu=gpu, **values)
+        if devices is None:
+            return cls(params, backend=backend)
+        if not cls.splits_across_devices:
+            resolve_devices(cls, devices, select_backend(backend))     # refuses several devices
+            return cls(params, backend=backend)
+        return cls(params, backend=backend, devices=devices)
 
     @classmethod
     def estimate_bytes(cls, params: ModelParams, backend_name: str) -> int | None:
@@ -148,6 +168,12 @@ class Model(abc.ABC):
         None when the model gives no estimate (then nothing is checked). sim/memory.py ``check_fits`` compares it
         with the free memory before a model is built; it must grow with the size parameter (L)."""
         return None
+
+    @classmethod
+    def estimate_bytes_per_device(cls, params: ModelParams, backend_name: str, devices: int) -> int | None:
+        """Peak bytes on each of ``devices`` devices of a run split over them (a model that
+        ``splits_across_devices`` overrides it); for one device the ordinary estimate."""
+        return cls.estimate_bytes(params, backend_name) if devices == 1 else None
 
     # ---- parameters ---------------------------------------------------------------------------
     @property
@@ -443,3 +469,17 @@ class RunHooks:
     def notes(self) -> list[str]:
         """Lines to tell the user when the run is done (an output that came out empty, and why)."""
         return []
+
+
+def check_finite(model: Model, values: dict[str, float]) -> None:
+    """ParameterError when an observable of ``model`` is not a finite number: the run has diverged. It names the
+    model's ``diverges_with`` parameter (else "parameters"), so that a headless run ends with one line that says
+    what to change instead of writing NaN or 1e308 and exiting 0."""
+    bad = [name for name, value in values.items() if not math.isfinite(float(value))]
+    if not bad:
+        return
+    suspects = type(model).diverges_with
+    change = f"try a smaller {' or '.join(suspects)}" if suspects else "change the parameters"
+    raise ParameterError(suspects[0] if suspects else "parameters",
+                         f"the run diverged by step {model.step_count} ({type(model).time_label} {model.time:g}): "
+                         f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not a finite number; {change}")

@@ -157,6 +157,15 @@ class ModelParams(pydantic.BaseModel):
         return tuple(n for n, f in cls.fields().items() if applies is None or f["applies"] == applies)
 
 
+def derived_values(params: ModelParams, given: dict) -> dict:
+    """The fields of ``params`` that were not ``given`` and differ from their declared default: the values
+    ``suggested`` derived from the others (Cahn-Hilliard's dt from m, b, u, K and dx; a size from the device).
+    A run says them, so that a value the user did not choose is never taken silently."""
+    schema = type(params)
+    return {name: getattr(params, name) for name, info in schema.model_fields.items()
+            if name not in given and getattr(params, name) != info.default}
+
+
 def field_info(cls: type[ModelParams], name: str) -> dict:
     info = cls.model_fields[name]
     extra = dict(info.json_schema_extra or {})

@@ -5,7 +5,7 @@ thread so that whoever makes the frames (the window's GUI thread, a headless run
     for ...:
         model.step(1)
         if recorder.due(model.step_count):
-            recorder.add(model.picture().colours())            # never blocks: a full queue drops the frame
+            recorder.add(model.picture().colours())            # a full queue drops the frame (the window's way)
     result = recorder.close()                                   # RecordingResult: path, frames, dropped
 
 Formats, from the path: ``*.mp4`` is H.264 video through imageio-ffmpeg (it brings its own ffmpeg); any other
@@ -19,7 +19,9 @@ rounded up to even numbers by padding.
 Files appear atomically: the movie (or the frame folder) is written under a temporary name beside the target
 and moved to the target name by ``close``, never over an existing file unless ``overwrite``; ``abort``, or an
 error, leaves nothing behind. The queue between producer and writer is bounded (``queue_size``): when the
-writer falls behind, ``add`` drops the frame and counts it (``dropped``) instead of blocking.
+writer falls behind, ``add`` drops the frame and counts it (``dropped``) instead of blocking, so that a window
+never waits for the encoder; a headless run asks for every frame (``keep_every_frame``): ``add`` then waits
+for room in the queue, and the movie holds every frame that was due.
 
 Frames at cell resolution: ``cells_image`` lays a 3D picture's layers out as tiles (2D pictures are used as they
 are).
@@ -128,11 +130,12 @@ class FrameRecorder:
     """Frames to a movie (``*.mp4``) or a folder of PNGs, encoded on a writer thread; see the module docstring.
 
     ``fps``: the movie's frame rate; ``every``: ``due(step)`` is true when at least this many steps passed since
-    the last frame added (the first frame is always due). Path problems raise OutputError here, before any frame.
+    the last frame added (the first frame is always due); ``keep_every_frame``: ``add`` waits for the writer
+    rather than drop a frame. Path problems raise OutputError here, before any frame.
     """
 
     def __init__(self, path, fps: float = 25.0, every: int = 1, overwrite: bool = False, queue_size: int = 8,
-                 quality: int = 8):
+                 quality: int = 8, keep_every_frame: bool = False):
         from latticelab.sim.params import ParameterError
         if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not 0.1 <= fps <= 1000:
             raise ParameterError("fps", f"must be a number of frames per second in [0.1, 1000]; got {fps!r}")
@@ -141,6 +144,7 @@ class FrameRecorder:
         if queue_size < 1:
             raise ValueError(f"queue_size: must be >= 1; got {queue_size!r}")
         self.fps, self.every, self.overwrite, self.quality = float(fps), int(every), overwrite, quality
+        self.keep_every_frame = keep_every_frame
         self.notes: list[str] = []
         path = Path(path)
         self.movie = is_movie(path)
@@ -153,6 +157,7 @@ class FrameRecorder:
                 self.notes.append(f"{exc}; recording PNG frames into {fallback} instead of {path.name}")
                 path = fallback
         self.path = check_target(path, overwrite and self.movie)      # OutputError: one line, now
+        self._held: int | None = None
         self._temporary = self._make_temporary()
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self.accepted = 0               # frames queued by add()
@@ -175,7 +180,7 @@ class FrameRecorder:
 
     def add(self, frame: np.ndarray, step: int | None = None) -> bool:
         """Queue a frame (the recorder keeps the array: pass a fresh one). Returns False when it was dropped
-        (queue full) or the recorder has failed or is closed."""
+        (queue full, unless ``keep_every_frame``: then it waits) or the recorder has failed or is closed."""
         if step is not None:
             self._last_step = int(step)
         if self._closed or self.error is not None:
@@ -184,7 +189,8 @@ class FrameRecorder:
             height, width = np.asarray(frame).shape[:2]
             self._size = (height + height % 2, width + width % 2) if self.movie else (height, width)
         try:
-            self._queue.put_nowait(frame)
+            # a failed writer drains the queue until stop(), so a waiting put always ends
+            self._queue.put(frame, block=self.keep_every_frame)
         except queue.Full:
             self.dropped += 1
             return False
@@ -200,10 +206,12 @@ class FrameRecorder:
         folder = self.path.parent if str(self.path.parent) else Path(".")
         try:
             if self.movie:
+                io.remove_stale_parts(folder, self.path.name, ".part" + self.path.suffix)
                 fd, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part" + self.path.suffix,
                                             dir=folder)
+                io.hold(fd)
                 os.fchmod(fd, 0o666 & ~io.current_umask())
-                os.close(fd)
+                self._held = fd                # kept open (and locked) until the movie is moved or discarded
                 return Path(name)
             made = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".part", dir=folder))
             os.chmod(made, 0o777 & ~io.current_umask())
@@ -285,7 +293,15 @@ class FrameRecorder:
         self._thread.join()
         self._discard()
 
+    def _release(self) -> None:
+        """Close the descriptor that marks the movie's temporary file as ours (io.hold)."""
+        if self._held is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._held)
+            self._held = None
+
     def _discard(self) -> None:
+        self._release()
         with contextlib.suppress(OSError):
             if self._temporary.is_dir():
                 shutil.rmtree(self._temporary)
@@ -306,6 +322,7 @@ class FrameRecorder:
                 if os.path.lexists(self.path):
                     raise FileExistsError(errno.EEXIST, "exists", str(self.path))
                 os.rename(self._temporary, self.path)
+            self._release()         # moved: nothing of ours is left to mark (a failure keeps it for _discard)
         except FileExistsError:
             raise io.OutputExists(self.path, "it was created by someone else during the recording; the recording "
                                              "was not kept", errno.EEXIST) from None

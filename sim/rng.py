@@ -8,6 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
+# The most streams (or steps) a saved state may claim: a run of 10^9 steps a second would take 146 years to
+# use them; far below where the Philox keys (seed + stream << 64, 64-bit kernel counters) overflow.
+MAX_COUNT = 2 ** 62
+
+
+def counter_problem(name: str, value: int) -> str | None:
+    """Why a saved counter (``streams_used``, ``step_count``, ...) cannot be right, or None."""
+    if not 0 <= value <= MAX_COUNT:
+        return f"{name} = {value} is outside 0 .. 2**62"
+    return None
+
 
 class StreamRNG:
     def __init__(self, xp, seed: int, streams_used: int = 0):

@@ -170,8 +170,10 @@ class Runner:
     """Owns the model; steps it per frame; remembers which cells to highlight until the next frame."""
 
     def __init__(self, model_name: str, params: ModelParams | dict | None = None, backend: str = "auto",
-                 history_length: int = 1000, spread_window: int = 50, samples_per_batch: int | None = None):
+                 history_length: int = 1000, spread_window: int = 50, samples_per_batch: int | None = None,
+                 devices=None):
         self.backend = backend
+        self.devices = devices         # the devices option: applies to the models that split (sim/multidevice)
         self.history_length, self.spread_window = history_length, spread_window
         # the history keeps at most this many samples of a batch of steps (``thin``); None: every step
         self.samples_per_batch = samples_per_batch
@@ -189,7 +191,8 @@ class Runner:
         if params is None or isinstance(params, dict):
             gpu = select_backend(self.backend).is_gpu
             params = cls.Params.create(gpu=gpu, **(params or {}))
-        return cls(params, backend=self.backend)
+        from latticelab.sim.multidevice.devices import device_option
+        return cls(params, backend=self.backend, **device_option(cls, self.devices))
 
     @property
     def model_class(self):

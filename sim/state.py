@@ -20,6 +20,8 @@ the file stored.
 """
 from __future__ import annotations
 
+import os
+import stat
 import struct
 import zipfile
 import zlib
@@ -181,6 +183,13 @@ class _Archive:
     def __init__(self, path: Path):
         self.path = path
         try:
+            kind = os.stat(path).st_mode      # before opening: a FIFO's open waits for a writer, /dev/zero never ends
+        except OSError:
+            kind = None                        # zipfile says why below
+        if kind is not None and not stat.S_ISREG(kind) and not stat.S_ISDIR(kind):
+            raise StateError(f"{path} is not a regular file (a device, pipe or socket); a saved latticelab state is "
+                             "a .npz file")
+        try:
             self.zip = zipfile.ZipFile(path)
         except FileNotFoundError:
             raise StateError(f"{path}: no such file") from None
@@ -231,9 +240,11 @@ class _Archive:
                                f"{info.file_size - offset} bytes of data")
         return shape, dtype, size
 
-    def read(self, keys, limit: int | None = None, per_member: int | None = None) -> dict:
+    def read(self, keys, limit: int | None = None, per_member: int | None = None,
+             expected: tuple[int, str] | None = None) -> dict:
         """The members ``keys`` (those present), after checking every declared size: each against
-        ``per_member``, all together against ``limit`` (default: the free host memory)."""
+        ``per_member``, all together against ``expected`` (bytes, and what they are: a model of the file's
+        parameters) and ``limit`` (default: the free host memory); nothing is decompressed before."""
         keys = [k for k in keys if k in self.members]
         sizes = {}
         for key in keys:
@@ -242,6 +253,11 @@ class _Archive:
                 raise self.damaged(f"member {key!r} declares {size:,} bytes ({shape} {dtype}); at most "
                                    f"{per_member:,} are allowed there")
             sizes[key] = size
+        if expected is not None and sum(sizes.values()) > expected[0]:
+            largest = max(sizes, key=sizes.get)
+            shape, dtype, _ = self.header(largest)
+            raise self.damaged(f"its arrays declare {sum(sizes.values()) / 2**20:,.1f} MiB ({largest!r}: {shape} "
+                               f"{dtype}), more than {expected[1]} can hold; not read")
         limit = host_available_bytes() // 2 if limit is None else limit
         if sum(sizes.values()) > limit:
             raise StateError(f"{self.path}: its arrays declare {sum(sizes.values()) / 2**20:,.1f} MiB, more than "
@@ -286,6 +302,21 @@ def read_state(path, limit: int | None = None) -> dict:
         archive.close()
 
 
+def _expected_bytes(cls, head: dict) -> tuple[int, str] | None:
+    """(bytes, words) that the arrays of a ``cls`` model with the parameters in ``head`` can take at most: twice
+    the model's own memory estimate on the CPU (which holds its state arrays and more) and 1 MiB; None when the
+    parameters do not make a model (restore says why) or the model gives no estimate."""
+    try:
+        values = {f: np.asarray(head[PARAM + f]).item() for f in cls.Params.model_fields}
+        params = cls.Params.create(**values)
+        estimate = cls.estimate_bytes(params, "numpy")
+    except Exception:        # missing or bad parameters: restore() names them
+        return None
+    if estimate is None:
+        return None
+    return 2 * int(estimate) + (1 << 20), f"a {cls.name} model of the file's parameters"
+
+
 def load_state(path, backend: str = "auto"):
     """The model saved in ``path``, ready to continue exactly where it was saved.
 
@@ -306,7 +337,8 @@ def load_state(path, backend: str = "auto"):
                                 per_member=SCALAR_LIMIT)
         name = str(head["model"].item()) if "model" in head and head["model"].shape == () else None
         if name in model_names():
-            arrays = archive.read(state_array_names(get_model(name)))
+            cls = get_model(name)
+            arrays = archive.read(state_array_names(cls), expected=_expected_bytes(cls, head))
             head.update({k: v for k, v in arrays.items() if k not in head})
     finally:
         archive.close()

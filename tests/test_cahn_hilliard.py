@@ -424,11 +424,12 @@ def test_pfhub_1a_early_curve_matches_a_converged_run_at_a_finer_step():
 
 def test_a_diverging_field_is_reported_by_name_not_stepped_on_silently():
     """Found by the stateful property test: strong thermal noise on a tiny grid drives the explicit scheme to
-    overflow. The step must say so, naming dt, instead of carrying non-finite values on; a reset recovers."""
+    overflow. The step must say so, naming the noise (thermal), instead of carrying non-finite values on; a reset
+    recovers."""
     from latticelab.sim.models.cahn_hilliard.model import CahnHilliardModel
     model = CahnHilliardModel(backend="numpy", seed=0, dim=2, L=4, integrator="finite-difference", u=6.0, K=1.0,
                               dt=0.01, thermal=6.0, phi0=0.0, noise=0.1)
-    with np.errstate(all="ignore"), pytest.raises(ParameterError, match="^dt: the field diverged"):
+    with np.errstate(all="ignore"), pytest.raises(ParameterError, match="^thermal: the field diverged"):
         for _ in range(200):
             model.step(1)
     model.reset()

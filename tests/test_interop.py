@@ -501,6 +501,24 @@ def test_a_picture_without_a_cuda_twin_is_encoded_first_then_copied(canvas):
     assert gpu.uploads == {"interop": 1, "host": 0}
 
 
+LEAK_ROUNDS = 8      # rounds of work at most: a leak loses memory in every one
+
+
+def _least_memory_lost(work, limit: int) -> int:
+    """The least device memory lost over rounds of ``work``, stopping at the first round that lost at most
+    ``limit`` bytes. The device's free memory is the whole GPU's: under `pytest -n 8` the other workers allocate
+    and free beside this one. A leak of ours loses memory in every round; another process's allocations have to
+    fall into every one of the rounds to look like one."""
+    losses = []
+    for _ in range(LEAK_ROUNDS):
+        free_before = _free_device_memory()
+        work()
+        losses.append(free_before - _free_device_memory())
+        if losses[-1] <= limit:
+            break
+    return min(losses)
+
+
 def _free_device_memory() -> int:
     import cupy
     from cuda.bindings import runtime
@@ -538,12 +556,14 @@ def test_register_map_unregister_1000_times_leaks_nothing(canvas):
 
     for _ in range(20):  # the driver's lazy first-use allocations happen here
         cycle()
-    free_before = _free_device_memory()
-    for _ in range(1000):
-        cycle()
-    free_after = _free_device_memory()
-    assert interop.registered_count() == baseline_count
-    assert free_before - free_after <= 2 * 2**20, f"{(free_before - free_after) / 2**20:.1f} MiB lost"
+
+    def thousand_cycles():
+        for _ in range(1000):
+            cycle()
+        assert interop.registered_count() == baseline_count
+
+    lost = _least_memory_lost(thousand_cycles, limit=2 * 2**20)
+    assert lost <= 2 * 2**20, f"every round lost memory, at least {lost / 2**20:.1f} MiB"
 
 
 @pytest.mark.gpu
@@ -562,15 +582,17 @@ def test_registration_cache_follows_resizes_and_deletes_without_leaking(canvas):
         assert gpu.resources() == 1 and interop.registered_count() == baseline + 1
     assert _render(canvas, program)[0, 0, 0] == 999 % 256
 
-    free_before = _free_device_memory()
-    for i in range(200):  # new texture objects that die: their registrations must go with them
-        temporary = gloo.Texture2D(np.zeros((64, 64, 1), np.uint8), format="red", internalformat="r8")
-        gpu.upload_texture(temporary, cupy.zeros((64, 64), cupy.uint8))
-        del temporary
-    gpu.upload_texture(texture, cupy.zeros((64, 64), cupy.uint8))  # drops the dead ones still cached
-    canvas.context.flush_commands()
-    assert gpu.resources() == 1 and interop.registered_count() == baseline + 1
-    assert free_before - _free_device_memory() <= 4 * 2**20
+    def textures_that_die():
+        for i in range(200):  # new texture objects that die: their registrations must go with them
+            temporary = gloo.Texture2D(np.zeros((64, 64, 1), np.uint8), format="red", internalformat="r8")
+            gpu.upload_texture(temporary, cupy.zeros((64, 64), cupy.uint8))
+            del temporary
+        gpu.upload_texture(texture, cupy.zeros((64, 64), cupy.uint8))  # drops the dead ones still cached
+        canvas.context.flush_commands()
+        assert gpu.resources() == 1 and interop.registered_count() == baseline + 1
+
+    lost = _least_memory_lost(textures_that_die, limit=4 * 2**20)
+    assert lost <= 4 * 2**20, f"every round lost memory, at least {lost / 2**20:.1f} MiB"
     gpu.release()
     assert interop.registered_count() == baseline
 

@@ -78,28 +78,58 @@ def _start_run(tmp_path, csv: Path, *extra):
     proc = subprocess.Popen([sys.executable, "-m", "latticelab", "run", "ising", "--L", "128", "--backend", "numpy",
                              "--steps", "1000000", "--csv", str(csv), "--overwrite", *extra],
                             stdout=subprocess.DEVNULL, stderr=err, env=env)
-    deadline = time.monotonic() + 60
-    while "Rewired Ising model" not in (tmp_path / "stderr.txt").read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr.txt").read_text()
-        time.sleep(0.1)
-    time.sleep(0.5)
+    _wait_for(proc, tmp_path, lambda: "Rewired Ising model" in (tmp_path / "stderr.txt").read_text())
     return proc, err
 
 
-@pytest.mark.parametrize("sig, phase", [(signal.SIGINT, "recording"), (signal.SIGTERM, "equilibration")])
-def test_interrupted_run_keeps_the_old_csv_and_says_how_far_it_got(tmp_path, sig, phase):
+def _wait_for(proc, tmp_path, condition, timeout_s: float = 120):
+    """Wait for ``condition`` while the run goes on (a busy machine makes it slow, never wrong)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr.txt").read_text()
+        time.sleep(0.05)
+
+
+def _streamed(tmp_path, csv: Path) -> int:
+    """Bytes of the run's temporary CSV beside ``csv`` (0 while there is none)."""
+    return sum(p.stat().st_size for p in tmp_path.glob(f".{csv.name}.*.part"))
+
+
+def test_interrupted_run_keeps_the_old_csv_when_no_step_was_recorded(tmp_path):
     csv = tmp_path / "out.csv"
     csv.write_text("the previous results\n")
-    extra = ("--equilibrate", "1000000") if phase == "equilibration" else ()
-    proc, err = _start_run(tmp_path, csv, *extra)
-    proc.send_signal(sig)
-    assert proc.wait(30) == 128 + sig
+    proc, err = _start_run(tmp_path, csv, "--equilibrate", "1000000")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 128 + signal.SIGTERM
     text = (tmp_path / "stderr.txt").read_text()
     err.close()
     assert "Traceback" not in text
-    assert f"interrupted ({signal.Signals(sig).name}) during {phase} after " in text
+    assert "interrupted (SIGTERM) during equilibration after " in text
     assert "of 1000000 steps" in text and "out.csv was left as it was" in text
     assert csv.read_text() == "the previous results\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "stderr.txt"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_run_streams_its_csv_and_an_interrupted_run_keeps_the_finished_rows(tmp_path, sig):
+    """Issue 41, item 3: the rows go to the temporary file as they come (it grows while the run goes on: the
+    memory does not), and an interrupted run moves the finished ones to --csv, saying how many."""
+    csv = tmp_path / "out.csv"
+    csv.write_text("the previous results\n")
+    proc, err = _start_run(tmp_path, csv)
+    _wait_for(proc, tmp_path, lambda: _streamed(tmp_path, csv) > 0)      # on disk before the run ends
+    proc.send_signal(sig)
+    assert proc.wait(60) == 128 + sig
+    text = (tmp_path / "stderr.txt").read_text()
+    err.close()
+    assert "Traceback" not in text
+    line, = [t for t in text.splitlines() if "interrupted" in t]
+    assert f"interrupted ({signal.Signals(sig).name}) during recording after " in line
+    steps = int(line.split(" during recording after ")[1].split()[0])
+    assert f"the {steps} finished rows were written to {csv}" in line
+    rows = csv.read_text().splitlines()
+    assert rows[0].startswith("step,") and len(rows) == steps + 1
+    assert [int(r.split(",")[0]) for r in rows[1:]] == list(range(1, steps + 1))   # whole rows, in order
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "stderr.txt"]
 
 

@@ -30,13 +30,13 @@ class HeldBuild:
         self.real = preparing.build_model
         monkeypatch.setattr(preparing, "build_model", self)
 
-    def __call__(self, cls, params, backend):
+    def __call__(self, cls, params, backend, devices=None):
         self.threads.append(threading.current_thread())
         self.started.set()
         assert self.release.wait(timeout=60), "the test never released the build"
         if self.error is not None:
             raise self.error
-        model = self.real(cls, params, backend)
+        model = self.real(cls, params, backend, devices)
         self.built.append(cls.name)
         return model
 

@@ -5,7 +5,7 @@ here is timed: the checks count ticks and steps, so a slow machine passes as a f
 """
 from __future__ import annotations
 
-import time
+import threading
 
 import pytest
 
@@ -127,12 +127,15 @@ def test_staging_beside_a_build_lets_a_frame_that_paints_the_live_plots_pass_but
             monkeypatch.setattr(staging, "run_slice", run_slice)
         if not busy:
             frames.pop()
+        if any(f["due"] and f["building"] for f in frames) and any(f["slice"] and f["building"] for f in frames):
+            seen_beside_the_build.set()
 
     from latticelab.app import preparing
     build = preparing.Job.run
+    seen_beside_the_build = threading.Event()
 
-    def slow_build(job):          # a build as long as a large model's, so that the staging runs beside it
-        time.sleep(1.5)
+    def slow_build(job):          # a build as long as a large model's, so that the staging runs beside it: it
+        seen_beside_the_build.wait(60)   # waits for the frames to be seen, however slow the machine is
         build(job)
 
     monkeypatch.setattr(preparing.Job, "run", slow_build)

@@ -111,10 +111,12 @@ def variant_kernels(kernel: str) -> tuple[str, ...]:
 ALL_KERNELS = tuple(name for k in KERNELS for name in variant_kernels(k))
 
 
-def rows_launch(dim: int, L: int, rows: int) -> tuple[tuple, tuple]:
+def rows_launch(dim: int, L: int, rows: int, slow: int | None = None) -> tuple[tuple, tuple]:
     """(grid, block) of the row-blocked kernel: x strips of ROWS_OUT columns, ROWS_WARPS strips of ``rows`` rows
-    per block, one z plane per blockIdx.z in 3D."""
-    grid = (-(-L // ROWS_OUT), -(-L // (rows * ROWS_WARPS)), L if dim == 3 else 1)
+    per block, one z plane per blockIdx.z in 3D; ``slow``: how many slow indices (2D rows, 3D planes) are
+    written (default L)."""
+    slow = L if slow is None else slow
+    grid = (-(-L // ROWS_OUT), -(-(slow if dim == 2 else L) // (rows * ROWS_WARPS)), slow if dim == 3 else 1)
     return grid, (32, ROWS_WARPS, 1)
 
 
@@ -134,11 +136,20 @@ class CudaStage:
         self.xp, self.real, self.dim, self.kernel_variant = xp, _real(xp, dtype), dim, _check_kernel(kernel)
         self.kernel = get_kernel(xp, KERNEL_FILE, kernel_name(dtype, dim, boundary, kernel), variant_kernels(kernel))
 
-    def __call__(self, base, evaluated, out, b, u, K, inv_dx2, hm):
-        L = int(evaluated.shape[0])
+    def __call__(self, base, evaluated, out, b, u, K, inv_dx2, hm, slow: tuple[int, int] | None = None):
+        """``out = base + hm lap_h(mu(evaluated))``. ``slow``: (first, end) local slow indices to write on a slab
+        with two halo indices on each side (the row-blocked variants only; slabs.py); None: the whole grid."""
+        L = int(evaluated.shape[-1])
         r = self.real
-        grid, block = launch(self.kernel_variant, self.dim, L)
-        self.kernel(grid, block, (base, evaluated, out, np.int32(L), r(b), r(u), r(K), r(inv_dx2), r(hm)))
+        args = (base, evaluated, out, np.int32(L), r(b), r(u), r(K), r(inv_dx2), r(hm))
+        if self.kernel_variant not in ROWS:
+            if slow is not None:
+                raise ValueError(f"the {self.kernel_variant!r} stage kernel does not update slabs")
+            self.kernel(*launch(self.kernel_variant, self.dim, L), args)
+            return out
+        first, end = (0, L) if slow is None else slow
+        grid, block = rows_launch(self.dim, L, ROWS[self.kernel_variant], end - first)
+        self.kernel(grid, block, args + (np.int32(first), np.int32(end)))
         return out
 
 

@@ -51,13 +51,14 @@ from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cahn_hilliard.change_kernel import (CHANGE_FILE, CHANGE_KERNELS, CHANGE_MAX_BLOCKS,
                                                               change_launch)
 from latticelab.sim.models.cahn_hilliard.finite_difference import FiniteDifferenceStepper, gradient_energy
-from latticelab.sim.models.cahn_hilliard.params import SPECTRAL, CahnHilliardParams, phase_amplitude
+from latticelab.sim.models.cahn_hilliard.params import (COEFFICIENT_MAX, DIVERGED_AMPLITUDE, INITIAL_AMPLITUDE,
+                                                       SPECTRAL, CahnHilliardParams, phase_amplitude)
 from latticelab.sim.models.cahn_hilliard.pfhub import initial_phi
 from latticelab.sim.models.cahn_hilliard.study import STUDY
 from latticelab.sim.models.cahn_hilliard.spectral import DeviceControl, History, SpectralStepper, stabiliser
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
-from latticelab.sim.rng import StreamRNG
+from latticelab.sim.rng import StreamRNG, counter_problem
 
 # Peak bytes per cell, measured with tracemalloc on NumPy (2D L = 256, 3D L = 40; tests/test_memory_estimate.py):
 # what the model keeps for each integrator (the field, RK2 stages or the transform and k^2 grid; a = item size),
@@ -185,7 +186,11 @@ class CahnHilliardModel(Model):
     time_label = "simulated time"
     state_format = 1
     cpu_pace = 0     # auto: one step of dt = 0.02 a frame left the field a grey square for seconds
+    splits_across_devices = True       # finite differences only (slabs.py)
+    devices_note = ("finite-difference steps split into slabs, the same field bit for bit as on one GPU; the "
+                    "spectral integrators and thermal noise stay on one device")
     small_example = {"dim": 2, "L": 16, "dt": 0.01, "noise": 0.1, "thermal": 0.05}
+    diverges_with = ("dt", "thermal")
     # extra inputs and outputs of `latticelab run cahn-hilliard` (sim/model.py RunOption; CahnHilliardRun below)
     run_options = (
         RunOption("initial", "start from this phi field (a .npy file of the grid's shape, finite numbers), "
@@ -218,10 +223,31 @@ class CahnHilliardModel(Model):
             per_cell += FFT_PLAN_BYTES
         return int(per_cell * params.L ** params.dim)
 
-    def __init__(self, params: CahnHilliardParams | None = None, backend: str = "auto", **values):
+    @classmethod
+    def estimate_bytes_per_device(cls, params: CahnHilliardParams, backend_name: str, devices: int) -> int:
+        """Each device's share of a split run: its slab of the field and of the two stage buffers (slabs.py)."""
+        if devices == 1:
+            return cls.estimate_bytes(params, backend_name)
+        from latticelab.sim.models.cahn_hilliard.slabs import device_bytes_per_part
+        return device_bytes_per_part(params.dim, params.L, devices, 8 if params.precision == "double" else 4)
+
+    def __init__(self, params: CahnHilliardParams | None = None, backend: str = "auto", *, devices=None, **values):
+        """``devices``: the GPUs one run is split over ("0,1", "all", ids; default one device): finite-difference
+        steps on slabs of the field (slabs.py); the field the model shows is then a host copy."""
+        from latticelab.sim.multidevice.devices import resolve_devices
         params = self._setup(params, backend, values)
         self.dtype = np.dtype(np.float64 if params.precision == "double" else np.float32)
-        check_fits(type(self), params, self._backend)
+        self._devices = resolve_devices(type(self), devices, self._backend)
+        self._split = None
+        if len(self._devices) > 1:
+            from latticelab.sim.models.cahn_hilliard.slabs import SplitField, split_refusal
+            refusal = split_refusal(params, len(self._devices))
+            if refusal is not None:
+                raise refusal
+        check_fits(type(self), params, self._backend, self._devices)
+        if len(self._devices) > 1:
+            self._split = SplitField(self.xp, self._devices, params.dim, params.L, self.dtype, params.boundary)
+            self.xp = np                 # what the model shows (fields, pictures, observables) lives on the host
         self._rng = StreamRNG(self.xp, params.seed)
         self._fd = None
         self._spectral = None
@@ -254,6 +280,23 @@ class CahnHilliardModel(Model):
         return self._time
 
     @property
+    def devices(self) -> tuple[int, ...]:
+        """The devices the run is split over (one: not split)."""
+        return self._devices
+
+    @property
+    def phi(self):
+        """The field: on the model's device, or a host copy of a split run's."""
+        return self._split.field() if self._split is not None else self._phi
+
+    @phi.setter
+    def phi(self, value) -> None:
+        if self._split is not None:
+            self._split.load(to_numpy(value))
+        else:
+            self._phi = value
+
+    @property
     def dt_current(self) -> float:
         """The step the next ``step`` takes (dt, or the adaptive step)."""
         return self._dt_current
@@ -263,6 +306,12 @@ class CahnHilliardModel(Model):
         above the finite-difference stability limit among them) raises ParameterError and changes nothing."""
         new = self._validated("live", changes)
         old = self._params
+        if self._split is not None:
+            from latticelab.sim.models.cahn_hilliard.slabs import split_refusal
+            refusal = split_refusal(new, len(self._devices))
+            if refusal is not None:
+                wrong = "integrator" if new.integrator != old.integrator else "thermal"
+                raise ParameterError(wrong, str(refusal).removeprefix("devices: "))
         if new.integrator != old.integrator:
             if new.integrator not in SPECTRAL:
                 self.phi_hat = None
@@ -333,10 +382,40 @@ class CahnHilliardModel(Model):
             else:
                 self._advance(self._dt_current, adapt=True)
                 done += 1
-        # one reduction per call, not per step; none when the last (adaptive) step's statistics were all finite
-        if n and not self._known_finite and not bool(self.xp.isfinite(self.phi).all()):
-            raise ParameterError("dt", f"the field diverged (non-finite values) by t = {self._time:.6g}: the steps are "
-                                       "unstable for this field and noise; lower dt or thermal, then reset")
+        if n:
+            self._check_diverged()
+
+    def _diverged_limit(self) -> float:
+        """The |phi| beyond which the field has diverged (params.DIVERGED_AMPLITUDE)."""
+        return DIVERGED_AMPLITUDE * phase_amplitude(self._params.b, self._params.u)
+
+    def _check_diverged(self) -> None:
+        """ParameterError naming the likely cause (thermal where there is noise, else dt) when the field is
+        non-finite or far beyond its phase amplitude: one reduction per call, not per step, and none when the
+        last (adaptive) step's statistics showed the field finite and in bounds."""
+        if self._known_finite:
+            return
+        if self._split is not None:                # split over devices: each slab reduced where it lives
+            if self._split.finite():
+                return
+            largest = math.nan
+        else:
+            largest = float(self.xp.abs(self.phi).max())
+            if largest <= self._diverged_limit():      # NaN fails this too
+                return
+        p = self._params
+        cause = "thermal" if p.thermal > 0 else "dt"
+        what = "non-finite values" if not math.isfinite(largest) else f"|phi| up to {largest:.3g}"
+        raise ParameterError(cause, f"the field diverged ({what}) by t = {self._time:.6g}: the steps are unstable "
+                                    f"for this field{' and noise' if p.thermal > 0 else ''} (thermal = "
+                                    f"{p.thermal:g}, dt = {self._dt_current:g}); lower "
+                                    f"{'thermal or dt' if p.thermal > 0 else 'dt'}, then reset")
+
+    def _finite(self) -> bool:
+        """Whether every cell of the field is finite (reduced where the field lives)."""
+        if self._split is not None:
+            return self._split.finite()
+        return bool(self.xp.isfinite(self.phi).all())
 
     def advance_to(self, t: float) -> None:
         """Step until the simulated time is exactly ``t`` (the last step shortened to land on it)."""
@@ -354,6 +433,7 @@ class CahnHilliardModel(Model):
                 self._device_steps(steps)
             else:
                 self._advance(self._dt_current, adapt=True)
+        self._check_diverged()
 
     def _controlled_on_device(self) -> bool:
         """Adaptive steps decided on the device (module docstring): the direct GPU spectral path, no noise."""
@@ -400,12 +480,27 @@ class CahnHilliardModel(Model):
             self._history = History(history.phi_hat, history.n_hat, self._last_dt)
         change, top, bottom = decode_keys(words, self.dtype)
         self._dt_current = adapted_dt(self._last_dt, change, top, bottom, p)
-        self._known_finite = math.isfinite(change) and math.isfinite(top) and math.isfinite(bottom)
+        self._known_finite = self._in_bounds(change, top, bottom)
         self._obs_cache = None
         return steps
 
+    def _in_bounds(self, change: float, top: float, bottom: float) -> bool:
+        """Whether a step's statistics (largest change, old max and min) show the new field finite and within
+        the divergence limit."""
+        limit = self._diverged_limit()
+        return (math.isfinite(change) and math.isfinite(top) and math.isfinite(bottom)
+                and max(abs(top), abs(bottom)) + abs(change) <= limit)
+
     def _advance(self, dt: float, adapt: bool) -> None:
         p = self._params
+        if self._split is not None:            # finite differences without noise (split_refusal)
+            self._split.step(1, dt, p.m, p.b, p.u, p.K, p.dx)
+            self._known_finite = False
+            self._time += dt
+            self._last_dt = dt
+            self._step_count += 1
+            self._obs_cache = None
+            return
         adaptive = adapt and p.time_step == "adaptive" and p.integrator in SPECTRAL
         old = self.phi
         noise = self._thermal_increment(dt) if p.thermal > 0 else None
@@ -424,7 +519,7 @@ class CahnHilliardModel(Model):
             change, top, bottom = self._change_stats(self.phi, old)
             self._dt_current = adapted_dt(self._dt_current, change, top, bottom, p)
             # finite old (top, bottom) and finite |new - old| mean a finite new field
-            self._known_finite = math.isfinite(change) and math.isfinite(top) and math.isfinite(bottom)
+            self._known_finite = self._in_bounds(change, top, bottom)
         self._time += dt
         self._last_dt = dt
         self._step_count += 1
@@ -553,11 +648,19 @@ def _validate_state(model: CahnHilliardModel, state) -> dict:
             if value.shape != () or value.dtype.kind not in "iu" or int(value) < 0:
                 raise _bad(f"{key} must be a non-negative integer")
             out[key] = int(value)
+            if problem := counter_problem(key, out[key]):
+                raise _bad(problem)
         for key in ("time", "dt_current", "last_dt"):
             value = np.asarray(state[key])
             if value.shape != () or value.dtype.kind != "f" or not math.isfinite(float(value)) or float(value) < 0:
                 raise _bad(f"{key} must be a finite non-negative number")
             out[key] = float(value)
+        # no step is longer than the largest dt the schema allows: a clock beyond that is damaged
+        if out["time"] > (out["step_count"] + 1) * COEFFICIENT_MAX:
+            raise _bad(f"time = {out['time']:g} after {out['step_count']} steps of at most dt = {COEFFICIENT_MAX:g}")
+        for key in ("dt_current", "last_dt"):
+            if out[key] > COEFFICIENT_MAX:
+                raise _bad(f"{key} = {out[key]:g} is above the largest dt ({COEFFICIENT_MAX:g})")
         phi, hat = np.asarray(state["phi"]), np.asarray(state["phi_hat"])
         history = _saved_history(state)
     except KeyError as exc:
@@ -568,6 +671,10 @@ def _validate_state(model: CahnHilliardModel, state) -> dict:
         raise _bad(f"{type(exc).__name__}: {exc}") from None
     if phi.shape != model.shape or phi.dtype != model.dtype or not np.all(np.isfinite(phi)):
         raise _bad(f"phi must be finite {model.dtype} of shape {model.shape}")
+    largest = model._diverged_limit()
+    if phi.size and float(np.abs(phi).max()) > largest:
+        raise _bad(f"phi has values up to |phi| = {float(np.abs(phi).max()):.3g}, beyond +-{largest:g} (a diverged "
+                   "field)")
     out["history"] = None
     if model.params.integrator in SPECTRAL:
         expected = model._spectral_stepper().forward(model.xp.asarray(phi))
@@ -597,9 +704,9 @@ def _saved_history(state) -> tuple | None:
 
 
 # ---- headless runs: `latticelab run cahn-hilliard --initial FILE.npy --pfhub-out FILE --until T` ---------------
-def load_initial_field(path, shape: tuple[int, ...]) -> np.ndarray:
+def load_initial_field(path, shape: tuple[int, ...], largest: float = math.inf) -> np.ndarray:
     """The phi field in the .npy file ``path``, checked: a real (integer or floating) array of ``shape`` with
-    finite values. ParameterError("initial", ...) says what is wrong."""
+    finite values, none beyond +-``largest``. ParameterError("initial", ...) says what is wrong."""
     try:
         with open(path, "rb") as f:
             magic = f.read(6)
@@ -625,7 +732,13 @@ def load_initial_field(path, shape: tuple[int, ...]) -> np.ndarray:
     if bad:
         plural = "s" if bad > 1 else ""
         raise ParameterError("initial", f"{path} has {bad} non-finite value{plural} (NaN or inf)")
-    return data.astype(np.float64)
+    field = data.astype(np.float64)
+    top = float(np.abs(field).max()) if field.size else 0.0
+    if top > largest:
+        raise ParameterError("initial", f"{path} has values up to |phi| = {top:.3g}; a field of these b and u lies "
+                                        f"within +-{largest:g} ({INITIAL_AMPLITUDE:g} x its phase amplitude "
+                                        "max(1, sqrt(b/u)))")
+    return field
 
 
 class CahnHilliardRun(RunHooks):
@@ -642,7 +755,9 @@ class CahnHilliardRun(RunHooks):
             raise ParameterError("pfhub_out", "the PFHub series needs the benchmark's parameters: add --preset "
                                               "pfhub-1a (periodic) or pfhub-1b (no-flux)")
         if self.initial:
-            model.set_field(load_initial_field(self.initial, model.shape))
+            p = model.params
+            largest = INITIAL_AMPLITUDE * phase_amplitude(p.b, p.u)
+            model.set_field(load_initial_field(self.initial, model.shape, largest))
         if self.pfhub_out:
             self.rows.append(self._row(model))
 

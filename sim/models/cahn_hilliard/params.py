@@ -27,6 +27,20 @@ PRECISIONS = ("double", "single")
 MAX_CELLS = 2 ** 31 - 1                      # 32-bit flat indices in the kernels
 DEFAULT_L = {(2, False): 256, (2, True): 1024, (3, False): 64, (3, True): 256}   # (dim, gpu) -> L
 SAFETY = 0.8                                 # suggested dt = SAFETY x the finite-difference limit
+# The coefficients' range: wide enough for any choice of units, narrow enough that the free energy and its
+# derivatives stay far from float64's overflow on any grid.
+COEFFICIENT_MAX = 1e6
+# Thermal noise far above the double well's depth (b^2 / 4u = 0.25 at the defaults) leaves no phases to see,
+# and drives the field into values where every explicit step is unstable (at the defaults the finite-difference
+# field diverges from thermal ~ 1 on); larger values are refused rather than run into overflow.
+THERMAL_MAX = 10.0
+# The smallest time step: 1e-12 of the unit time (the defaults step 0.02); a subnormal dt (1e-320) never got
+# anywhere, and a time of order 1 adds nothing to it.
+DT_MIN = 1e-12
+# A field beyond this many times its phase amplitude max(1, sqrt(b/u)) has left the double well for good: the
+# steps are unstable (an initial field is allowed up to INITIAL_AMPLITUDE times it).
+DIVERGED_AMPLITUDE = 100.0
+INITIAL_AMPLITUDE = 10.0
 
 
 def phase_amplitude(b: float, u: float) -> float:
@@ -69,21 +83,26 @@ class CahnHilliardParams(ModelParams):
                             "times more accurate at a given dt)", choices=INTEGRATORS)
     precision: str = param("double", label="Precision", help="floating point of the field: double (float64) or "
                            "single (float32, half the memory traffic)", choices=PRECISIONS, applies="rebuild")
-    m: float = param(1.0, label="Mobility m", help="mobility (> 0)", gt=0)
+    m: float = param(1.0, label="Mobility m", help="mobility (> 0)", gt=0, le=COEFFICIENT_MAX)
     b: float = param(1.0, label="b", help="coefficient of -phi^2/2 in the bulk free energy (> 0: two phases at "
-                     "phi = +-sqrt(b/u))")
-    u: float = param(1.0, label="u", help="coefficient of phi^4/4 in the bulk free energy (> 0)", gt=0)
+                     "phi = +-sqrt(b/u))", ge=-COEFFICIENT_MAX, le=COEFFICIENT_MAX)
+    u: float = param(1.0, label="u", help="coefficient of phi^4/4 in the bulk free energy (> 0)",
+                     ge=1 / COEFFICIENT_MAX, le=COEFFICIENT_MAX)
     K: float = param(1.0, label="Gradient K", help="gradient energy coefficient (> 0): interface width "
-                     "~ sqrt(2K/b)", gt=0)
+                     "~ sqrt(2K/b)", gt=0, le=COEFFICIENT_MAX)
     dt: float = param(0.02, label="Time step dt", help="time step; the finite-difference integrator refuses a dt "
-                      "above its stability limit; with adaptive steps the first and smallest step", gt=0)
+                      "above its stability limit; with adaptive steps the first and smallest step", ge=DT_MIN,
+                      le=COEFFICIENT_MAX)
     time_step: str = param("fixed", label="Time steps", help="fixed, or adaptive (spectral integrators only: the "
                            "step grows as coarsening slows, between dt and dt_max)", choices=TIME_STEPS)
-    dt_max: float = param(10.0, label="Largest dt", help="largest adaptive time step (>= dt)", gt=0)
+    dt_max: float = param(10.0, label="Largest dt", help="largest adaptive time step (>= dt)", ge=DT_MIN,
+                          le=COEFFICIENT_MAX)
     max_change: float = param(0.01, label="Change per step", help="adaptive steps: the target largest change of "
                               "phi in one step, relative to the field's amplitude (max - min) / 2", gt=0, le=1)
     thermal: float = param(0.0, label="Thermal noise", help="amplitude of the conserved thermal noise "
-                           "(Cahn-Hilliard-Cook, a temperature in units of the bulk energy density; 0: none)", ge=0)
+                           "(Cahn-Hilliard-Cook, a temperature in units of the bulk energy density; 0: none; "
+                           f"above {THERMAL_MAX:g} the field is noise, and the steps blow up)", ge=0,
+                           le=THERMAL_MAX)
     phi0: float = param(0.0, label="Mean phi0", help="initial mean of phi in [-1, 1] (0: 50/50 spinodal "
                         "decomposition, -0.5: 25/75 droplets)", applies="reset", ge=-1, le=1)
     noise: float = param(0.05, label="Initial noise", help="amplitude of the uniform initial noise about phi0",
@@ -117,7 +136,11 @@ class CahnHilliardParams(ModelParams):
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                    for v in merged.values()) and merged["dx"] > 0 and merged["u"] > 0:
                 limit = fd_stable_dt(dim, **merged)
-                out["dt"] = _round_down(SAFETY * limit) if math.isfinite(limit) else 0.1
+                dt = _round_down(SAFETY * limit) if math.isfinite(limit) else 0.1
+                largest = given.get("dt_max", cls.model_fields["dt_max"].default)
+                if isinstance(largest, (int, float)) and not isinstance(largest, bool) and largest > 0:
+                    dt = min(dt, largest)     # a suggestion never breaks another rule (dt <= dt_max)
+                out["dt"] = dt
         except (TypeError, ValueError, ZeroDivisionError, OverflowError):
             pass
         return out

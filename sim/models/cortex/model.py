@@ -29,6 +29,7 @@ from latticelab.sim.models.cortex.params import CortexParams
 from latticelab.sim.models.cortex.study import STUDY
 from latticelab.sim.params import ParameterError
 from latticelab.sim.picture import scalar_picture
+from latticelab.sim.rng import counter_problem
 
 V_LOW, V_HIGH = -80.0, 30.0         # the picture's range (mV)
 TRACE_STEPS = 16384                 # steps of EEG and firing fractions kept on the device
@@ -51,6 +52,21 @@ def cuda_layout(r: int) -> str:
 # pending list and the Philox words (measured with tracemalloc: 184 +- 1 at k = 10 .. 200).
 CONNECT_BYTES_PER_CONNECTION = 184
 CONNECT_CHUNK = 1 << 20
+# The NumPy phase 2 delivers spikes through an outgoing-edge index (engines.py NumpyPhases._outgoing), built
+# once per network by a stable argsort of the k n sources: int64 order, its int64 remainder and the int32
+# receivers kept (plus uint16 sort keys where n <= 2^16), beside the int32 sources. Bytes per connection:
+OUTGOING_BUILD_BYTES = 4 + 8 + 8 + 4
+# A step gathers the receivers of the firing neurons (an int64 index, its int64 arange and sum, the int32
+# receivers: 28 bytes a firing connection) and adds their washout to w <= EV_MAX ring rows (three float32
+# temporaries); the estimate allows for a quarter of the network firing in one step.
+STEP_BYTES_PER_FIRING_CONNECTION = 28
+FIRING_ALLOWED = 0.25
+
+# What a saved state's arrays may hold. The largest input one step can deliver is k A / lambda = 1000 x 100 /
+# 0.01 = 1e7 mV (the schema's bounds); 1e12 leaves room for any run of them, and refuses damaged values (1e30).
+V_FLOOR = -1e12
+STATE_RANGES = (("v", V_FLOOR, V_PEAK, "membrane potentials, mV"), ("u", -1e12, 1e12, "recovery variables"),
+                ("ev", -1e12, 1e12, "pending inputs, mV"))
 
 
 class CortexModel(Model):
@@ -103,16 +119,22 @@ class CortexModel(Model):
 
     @classmethod
     def estimate_bytes(cls, params: CortexParams, backend_name: str) -> int:
-        """Peak bytes from L and k: the larger of building the connections (the int32 sources plus one chunk's
-        scratch; on a GPU kernels/connect.cu writes the sources, or the packed offsets for r <= 127, directly)
-        and running (bytes_per_neuron)."""
+        """Peak bytes from L and k. On a GPU: running (bytes_per_neuron; kernels/connect.cu writes the sources, or
+        the packed offsets for r <= 127, directly). On NumPy the largest of: building the connections (the int32
+        sources plus one chunk's scratch), building the outgoing-edge index of phase 2 (the sort, beside the
+        sources and the neurons' state), and running (sources, receivers and offsets kept, the neurons' state,
+        and a step's temporaries)."""
         n, k = params.L ** 2, params.k
         if backend_name == "cuda":
             return int(math.ceil(bytes_per_neuron(k, params.L, params.r, cuda_layout(params.r)) * n))
-        running = bytes_per_neuron(k) * n
+        neuron = bytes_per_neuron(0)                       # the ring, v, u, tv, data, delay and temporaries
         slots_per_chunk = min(k, max(1, CONNECT_CHUNK // n))
         building = (4 * k + CONNECT_BYTES_PER_CONNECTION * slots_per_chunk + 24) * n
-        return max(building, running)
+        keys = 2 * k if n <= 1 << 16 else 0
+        outgoing = (4 * k + OUTGOING_BUILD_BYTES * k + keys + neuron) * n
+        step = STEP_BYTES_PER_FIRING_CONNECTION * FIRING_ALLOWED * k + 12 * EV_MAX
+        running = (8 * k + 8 + neuron + step) * n
+        return int(math.ceil(max(building, outgoing, running)))
 
     def __init__(self, params: CortexParams | None = None, backend: str = "auto", *, phases=None, **values):
         params = self._setup(params, backend, values)
@@ -410,10 +432,19 @@ class CortexModel(Model):
         step_count, ev_idx = int(values["step_count"]), int(values["ev_idx"])
         if step_count < 0 or not 0 <= ev_idx < EV_MAX or step_count % EV_MAX != ev_idx:
             raise ParameterError("state", f"step_count {step_count} and ev_idx {ev_idx} do not match")
-        if not (np.all(np.isfinite(values["v"])) and np.all(np.isfinite(values["u"]))
-                and np.all(np.isfinite(values["ev"])) and np.all(values["v"] <= V_PEAK)):
-            raise ParameterError("state", "the membrane potentials or the pending inputs are not finite numbers "
-                                          f"<= {V_PEAK} mV")
+        if problem := counter_problem("step_count", step_count):
+            raise ParameterError("state", problem)
+        for key, low, high, what in STATE_RANGES:
+            a = values[key]
+            bad = a[~(np.isfinite(a) & (a >= low) & (a <= high))]
+            if bad.size:
+                raise ParameterError("state", f"{key!r} ({what}) must be finite numbers in [{low:g}, {high:g}]; "
+                                              f"got {float(bad.flat[0]):g}")
+        eeg, fe, fi = (float(x) for x in values["last"])
+        if not (V_FLOOR <= eeg <= V_PEAK and 0 <= fe <= 1 and 0 <= fi <= 1):
+            raise ParameterError("state", f"'last' (the last step's EEG in mV and firing fractions) must be finite, "
+                                          f"the EEG in [{V_FLOOR:g}, {V_PEAK:g}] and the fractions in [0, 1]; got "
+                                          f"{eeg:g}, {fe:g}, {fi:g}")
         model = cls(params, backend=backend)
         if not np.array_equal(values["data"] >> 1, model._types):
             raise ParameterError("state", "the neuron types differ from those the seed gives: the state was saved "

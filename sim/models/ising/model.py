@@ -69,6 +69,9 @@ class IsingModel(Model):
     state_format = 1
     marks_label = "Show rewired links"
     study = STUDY      # what a study measures (sim/studies/capability.py; ising/study.py)
+    splits_across_devices = True       # Metropolis only (split.py)
+    devices_note = ("Metropolis sweeps split into slabs, the same spins bit for bit as on one GPU; Wolff and "
+                    "Swendsen-Wang stay on one device")
     small_example = {"dim": 2, "L": 16, "T": 2.3, "p": 0.05, "algorithm": "2:1"}
     # latticelab 0.1 saved Ising states only, parameters and counters at the top level (sim/state.py upgrades them)
     format_1_layout = {"model_format": 1,
@@ -85,10 +88,33 @@ class IsingModel(Model):
             return device_bytes(params.dim, params.L, params.p, schedule)
         return host_peak_bytes(params.dim, params.L, params.p, schedule)
 
+    @classmethod
+    def estimate_bytes_per_device(cls, params: IsingParams, backend_name: str, devices: int) -> int:
+        """Each device's share of a run split over ``devices`` GPUs: its packed slab, flips and the modified
+        sites it owns (gpu/slabs.py)."""
+        if devices == 1:
+            return cls.estimate_bytes(params, backend_name)
+        from latticelab.sim.models.ising.footprint import rewiring_counts
+        from latticelab.sim.models.ising.gpu.slabs import device_bytes_per_part
+        return device_bytes_per_part(params.dim, params.L, devices, rewiring_counts(params.dim, params.L,
+                                                                                   params.p).entries)
+
     def __init__(self, params: IsingParams | None = None, backend: str = "auto", *,
-                 lattice: RewiredLattice | None = None, **values):
+                 lattice: RewiredLattice | None = None, devices=None, **values):
+        """``devices``: the GPUs one run is split over ("0,1", "all", ids; default one device): Metropolis sweeps
+        on slabs of the lattice (split.py); the spins and flips the model shows are then host copies."""
+        from latticelab.sim.multidevice.devices import resolve_devices
         params = self._setup(params, backend, values)
-        check_fits(type(self), params, self._backend)
+        self._devices = resolve_devices(type(self), devices, self._backend)
+        self._split = None
+        self._device_xp = self.xp
+        if len(self._devices) > 1:
+            from latticelab.sim.models.ising.split import split_refusal
+            refusal = split_refusal(params, len(self._devices))
+            if refusal is not None:
+                raise refusal
+            self.xp = np                 # what the model shows (fields, pictures) lives on the host
+        check_fits(type(self), params, self._backend, self._devices)
         self._schedule = parse_algorithm(params.algorithm)
         self._rng = StreamRNG(self.xp, params.seed)
         self._step_count = 0
@@ -138,6 +164,35 @@ class IsingModel(Model):
         return self.L ** self.dim
 
     @property
+    def devices(self) -> tuple[int, ...]:
+        """The devices the run is split over (one: not split)."""
+        return self._devices
+
+    @property
+    def spins(self):
+        """The spins (int8 +-1, the lattice's shape): on the model's device, or a host copy of a split run's."""
+        return self._split.spins() if self._split is not None else self._spins
+
+    @spins.setter
+    def spins(self, value) -> None:
+        if self._split is not None:
+            self._split.load(value)
+        else:
+            self._spins = value
+
+    @property
+    def flipped(self):
+        """The sites the last step flipped (after ``advance(n)``: any of its steps)."""
+        return self._split.flips() if self._split is not None else self._flipped
+
+    @flipped.setter
+    def flipped(self, value) -> None:
+        if self._split is not None:
+            self._split.set_flips(value)
+        else:
+            self._flipped = value
+
+    @property
     def shape(self) -> tuple[int, ...]:
         return (self.L,) * self.dim
 
@@ -149,6 +204,11 @@ class IsingModel(Model):
         """Live changes: T, p, rewire_dims, algorithm. A new p or rewire_dims rebuilds the graph and keeps the
         spins. A bad value raises ParameterError and leaves the model as it was."""
         new = self._validated("live", changes)
+        if self._split is not None and new.algorithm != self._params.algorithm:
+            from latticelab.sim.models.ising.split import split_refusal
+            refusal = split_refusal(new, len(self._devices))
+            if refusal is not None:
+                raise ParameterError("algorithm", str(refusal).removeprefix("devices: "))
         if (new.p, new.rewire_dims) != (self.graph.p, self.graph.rewire_dims):
             self._build_graph(new.p, new.rewire_dims)
         if new.algorithm != self._params.algorithm:
@@ -169,9 +229,20 @@ class IsingModel(Model):
                 # a refused graph takes no random stream: the run goes on (and saves) as if it was never asked for
                 self._rng.streams_used = used
                 raise
-        engine = make_engine(self.xp, lattice)       # before the graph is replaced: a failure leaves both as they were
+        if len(self._devices) > 1:
+            self._split_graph(lattice)
+            engine = None
+        else:
+            engine = make_engine(self.xp, lattice)   # before the graph is replaced: a failure leaves both as they were
         self.graph, self._engine = lattice, engine
         self._rewired_mask = None
+
+    def _split_graph(self, lattice: RewiredLattice) -> None:
+        from latticelab.sim.models.ising.split import SplitRun
+        if self._split is None:
+            self._split = SplitRun(self._device_xp, self._devices, lattice)
+        else:
+            self._split.rebuild(lattice)
 
     def reset(self, start: str | None = None, seed: int | None = None) -> None:
         """New spins: "hot" (independent random) or "cold" (all up). The random streams restart from the seed
@@ -194,8 +265,14 @@ class IsingModel(Model):
         """Advance n steps: a Metropolis sweep or one Wolff cluster flip each, following the schedule."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError("n", f"must be a non-negative integer number of steps; got {n!r}")
-        sweeps = getattr(self._engine, "metropolis_sweeps", None)
         T = self._params.T
+        if self._split is not None:
+            if n:
+                self._split.sweeps(T, self._rng, int(n), mask="last")
+                self._flipped_count = None
+                self._step_count += int(n)
+            return
+        sweeps = getattr(self._engine, "metropolis_sweeps", None)
         if sweeps is not None and n > 1 and self._schedule == ("metropolis",):
             # the engine runs the n sweeps at once, one rng key per sweep in order: the same trajectory
             self.spins, self.flipped = sweeps(self.spins, T, self._rng, int(n), want_mask=True)
@@ -227,6 +304,8 @@ class IsingModel(Model):
             raise ValueError(f"n: must be a positive integer number of steps; got {n!r}")
         n = int(n)
         engine, T = self._engine, self._params.T
+        if self._split is not None:
+            return self._advance_split(n)
         if getattr(engine, "measure_into", None) is None:
             return super().advance(n)
         xp = self.xp
@@ -253,19 +332,36 @@ class IsingModel(Model):
             return StepBatch(n, times, _observables_of_totals(totals, self.n_sites), union)
         return StepBatch(n, times, _PendingIsingObservables(totals, self.n_sites), union)
 
+    def _advance_split(self, n: int) -> StepBatch:
+        """A frame of a split run: each sweep's bond sum, spin sum and flips reduced by the kernels on every
+        device and summed in device order; the flips' union kept on the devices until shown."""
+        self._split.clear_flips()
+        totals = np.empty((n, 3), dtype=np.int64)
+        for i in range(n):
+            bonds, spin_sum, flips = self._split.measured_sweep(self._params.T, self._rng)
+            totals[i] = (bonds, spin_sum, flips)
+        self._flipped_count = None
+        first = self._step_count
+        self._step_count += n
+        times = np.arange(first + 1, first + n + 1, dtype=np.float64)
+        return StepBatch(n, times, _observables_of_totals(totals, self.n_sites), self._split.flips())
+
+    def _measure(self) -> tuple[float, int]:
+        return self._split.measure() if self._split is not None else self._engine.measure(self.spins)
+
     # ---- measurements -----------------------------------------------------------------------
     def observables(self) -> dict[str, float]:
         """Energy per spin, |magnetisation| per spin, and the fraction of spins flipped in the last step."""
         n = self.n_sites
         if self._flipped_count is None:
             self._flipped_count = int(self.flipped.sum())
-        bonds, spin_sum = self._engine.measure(self.spins)
+        bonds, spin_sum = self._measure()
         return {"energy": -bonds / n, "magnetisation": abs(spin_sum) / n, "flipped_fraction": self._flipped_count / n}
 
     def energy_and_magnetisation(self) -> tuple[float, float]:
         """Energy per spin and signed magnetisation per spin (the HasMagnetisation capability): the engine
-        reduces (bond sum, spin sum) on the spins' device and copies the two numbers back."""
-        bonds, spin_sum = self._engine.measure(self.spins)
+        reduces (bond sum, spin sum) on the spins' device(s) and copies the two numbers back."""
+        bonds, spin_sum = self._measure()
         return -bonds / self.n_sites, spin_sum / self.n_sites
 
     def fields(self) -> dict:
@@ -275,7 +371,11 @@ class IsingModel(Model):
         """Sizes of the Fortuin-Kasteleyn clusters (bond probability 1 - exp(-2/T)) of the current spins,
         largest first (host int64). The bonds come from a stream of their own keyed by the step count, so
         observing never changes the trajectory."""
-        return self._engine.cluster_sizes(self.spins, self.T, (self.seed, OBSERVATION_STREAMS + self._step_count))
+        key = (self.seed, OBSERVATION_STREAMS + self._step_count)
+        if self._split is not None:        # on the host, from the gathered spins
+            from latticelab.sim.models.ising.swendsen_wang import fk_cluster_sizes
+            return fk_cluster_sizes(self.graph, self.spins, self.T, key)
+        return self._engine.cluster_sizes(self.spins, self.T, key)
 
     def cluster_size_groups(self) -> dict[str, np.ndarray]:
         """Sizes of the like-spin clusters (thesis figure 7.17) of up and of down spins, largest first."""

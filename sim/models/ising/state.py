@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from latticelab.sim.models.ising.lattice import _duplicates, site_colour
-from latticelab.sim.models.ising.params import IsingParams
+from latticelab.sim.models.ising.params import IsingParams, parse_algorithm
 from latticelab.sim.params import ParameterError
+from latticelab.sim.rng import counter_problem
 
 COUNTERS = ("streams_used", "step_count", "phase", "rewired_ends")
 ARRAYS = ("spins", "flipped", "rewired_edge_ids", "new_edges")
@@ -57,8 +58,14 @@ def validate_arrays(params: IsingParams, state) -> dict:
     check_graph_rules(ids, new, dim, L)
     if not ids.size <= out["rewired_ends"] <= 2 * ids.size:
         raise _bad(f"rewired_ends {out['rewired_ends']} does not fit {ids.size} rewired edges")
-    if min(out[k] for k in COUNTERS) < 0:
-        raise _bad("negative counters")
+    for key in COUNTERS:
+        problem = counter_problem(key, out[key])
+        if problem:
+            raise _bad(problem)
+    schedule = parse_algorithm(params.algorithm)
+    if not out["phase"] < len(schedule):
+        raise _bad(f"phase = {out['phase']} is not a position in the update schedule {params.algorithm} "
+                   f"(0 .. {len(schedule) - 1})")
     out["spins"] = np.ascontiguousarray(spins)
     out["flipped"] = np.ascontiguousarray(flipped)
     out["rewired_edge_ids"], out["new_edges"] = ids, new

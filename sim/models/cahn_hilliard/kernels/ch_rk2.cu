@@ -161,27 +161,37 @@ __device__ __forceinline__ Real ch_mu_at(Real c, Real zp, Real zm, Real yp, Real
     return u * c * c * c - b * c - K * lap;
 }
 
+// first, end: the slowest axis's indices written (y in 2D, z in 3D; the grid's y or z size is their count): 0
+// and L on a whole grid. A slab of a grid split over devices (sim/models/cahn_hilliard/slabs.py) passes first = 2:
+// its array holds end + 2 slow indices, the two before first and after end - 1 being halos filled with the
+// neighbours' values (or, at a mirror wall, the mirror images), so the slow axis is neither wrapped nor mirrored
+// (the mirror's swap of + and - neighbours is then a swap of a sum's first pair: the same bits).
 template <typename Real, int DIM, bool MIRROR, int R>
 __global__ void __launch_bounds__(32 * CH_ROWS_WARPS)
 ch_rk2_stage_rows(const Real* __restrict__ base, const Real* __restrict__ eval, Real* __restrict__ out,
-                  const int L, const Real b, const Real u, const Real K, const Real inv_dx2, const Real hm)
+                  const int L, const Real b, const Real u, const Real K, const Real inv_dx2, const Real hm,
+                  const int first_slow, const int end_slow)
 {
+    const bool slab = first_slow > 0;
+    const bool slab_y = slab && DIM == 2, slab_z = slab && DIM == 3;
     const int lane = (int)threadIdx.x;
     const int x = (int)blockIdx.x * CH_ROWS_OUT - 1 + lane;                  // logical column, from -1
-    const int y0 = ((int)blockIdx.y * CH_ROWS_WARPS + (int)threadIdx.y) * R;
-    if (y0 >= L) return;                                                     // the whole warp
-    const int y1 = min(y0 + R, L);                                           // rows [y0, y1) written
+    const int y_first = DIM == 2 ? first_slow : 0, y_end = DIM == 2 ? end_slow : L;
+    const int y0 = y_first + ((int)blockIdx.y * CH_ROWS_WARPS + (int)threadIdx.y) * R;
+    if (y0 >= y_end) return;                                                 // the whole warp
+    const int y1 = min(y0 + R, y_end);                                       // rows [y0, y1) written
     const bool first = lane == 0, edge = first || lane == 31;
     const int cx = ch_near<MIRROR>(x, L), xo = ch_near<MIRROR>(first ? x - 1 : x + 1, L);
     const bool flipx = MIRROR && (x < 0 || x >= L);
     const bool writes = lane >= 1 && lane <= CH_ROWS_OUT && x < L;
 
     // plane offsets of z-2 .. z+2 (3D; in 2D the middle one only, 0)
-    const int z = DIM == 3 ? (int)blockIdx.z : 0;
+    const int z = DIM == 3 ? first_slow + (int)blockIdx.z : 0;
     int oz[5];
 #pragma unroll
-    for (int k = 0; k < 5; ++k) oz[k] = DIM == 3 ? ch_wrap<MIRROR>(z + k - 2, L) * L * L : 0;
-    const bool flip_up = DIM == 3 && MIRROR && z + 1 >= L, flip_dn = DIM == 3 && MIRROR && z == 0;
+    for (int k = 0; k < 5; ++k) oz[k] = DIM == 3 ? (slab_z ? z + k - 2 : ch_wrap<MIRROR>(z + k - 2, L)) * L * L : 0;
+    const bool flip_up = DIM == 3 && MIRROR && !slab_z && z + 1 >= L;
+    const bool flip_dn = DIM == 3 && MIRROR && !slab_z && z == 0;
 
     // windows of phi rows r-1, r, r+1 on the planes z-1, z, z+1 (3D) or on the grid (2D); plane index P0 = z
     constexpr int NP = DIM == 3 ? 3 : 1, P0 = DIM == 3 ? 1 : 0;
@@ -189,8 +199,8 @@ ch_rk2_stage_rows(const Real* __restrict__ base, const Real* __restrict__ eval, 
 #pragma unroll
     for (int p = 0; p < NP; ++p) {
         const Real* plane = eval + oz[p + 2 - P0];
-        w[p][0] = ch_row(plane + ch_near<MIRROR>(y0 - 2, L) * L, cx, xo, first, edge, flipx);
-        w[p][1] = ch_row(plane + ch_near<MIRROR>(y0 - 1, L) * L, cx, xo, first, edge, flipx);
+        w[p][0] = ch_row(plane + (slab_y ? y0 - 2 : ch_near<MIRROR>(y0 - 2, L)) * L, cx, xo, first, edge, flipx);
+        w[p][1] = ch_row(plane + (slab_y ? y0 - 1 : ch_near<MIRROR>(y0 - 1, L)) * L, cx, xo, first, edge, flipx);
     }
     Real mu2 = Real(0);                        // mu(z, r-2)
     ChRow<Real> mu1 = {Real(0), Real(0), Real(0)};      // mu(z, r-1) with its x neighbours
@@ -200,12 +210,12 @@ ch_rk2_stage_rows(const Real* __restrict__ base, const Real* __restrict__ eval, 
     for (int i = 0; i < R + 2; ++i) {
         const int r = y0 - 1 + i;             // mu at row r; the row r-1 written
         if (r > y1) break;
-        const int ry = ch_near<MIRROR>(r + 1, L) * L;
+        const int ry = (slab_y ? r + 1 : ch_near<MIRROR>(r + 1, L)) * L;
 #pragma unroll
         for (int p = 0; p < NP; ++p) w[p][2] = ch_row(eval + oz[p + 2 - P0] + ry, cx, xo, first, edge, flipx);
 
         // mu(z, r); a mirrored ghost row r (-1 or L) swaps its y neighbours
-        const bool flipy = MIRROR && (r < 0 || r >= L);
+        const bool flipy = MIRROR && !slab_y && (r < 0 || r >= L);
         const ChRow<Real>& c = w[P0][1];
         const Real zp = DIM == 3 ? w[2][1].c : Real(0), zm = DIM == 3 ? w[0][1].c : Real(0);
         ChRow<Real> mu0;
@@ -217,7 +227,7 @@ ch_rk2_stage_rows(const Real* __restrict__ base, const Real* __restrict__ eval, 
         // mu(z+-1, r) on a row to be written (3D), needed by the next iteration
         Real mu0_zp = Real(0), mu0_zm = Real(0);
         if (DIM == 3 && r >= y0 && r < y1) {
-            const int ryc = ch_near<MIRROR>(r, L) * L;
+            const int ryc = (slab_y ? r : ch_near<MIRROR>(r, L)) * L;
             const Real far_p = eval[oz[4] + ryc + cx], far_m = eval[oz[0] + ryc + cx];   // phi(z+2), phi(z-2)
             const ChRow<Real>& a = w[NP - 1][1];
             const ChRow<Real>& d = w[0][1];

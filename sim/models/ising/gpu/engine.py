@@ -29,7 +29,7 @@ INLINE_MODIFIED_BELOW = 1000  # chunk kernel handles modified sites itself when 
 
 
 MAX_FRAME_SWEEPS = 1024    # measured sweeps per packed frame launch sequence (longer frames run in chunks)
-PARAMS_WORDS = 27          # struct MultispinParams in 64-bit words (metropolis_multispin.cu)
+PARAMS_WORDS = 30          # struct MultispinParams in 64-bit words (metropolis_multispin.cu)
 PARAMS_HEAD = 25           # the words the host writes for a temperature (up to modified_apart)
 LARGEST_GRAPH = 128        # sweeps in the largest captured frame graph (larger frames replay it several times)
 # flags of metropolis_multispin (metropolis_multispin.cu)
@@ -41,6 +41,26 @@ def whole_warp_rows(bx: int, L: int) -> int:
     measured sweep reduces with full-warp shuffles), never more rows than the lattice has."""
     step = 32 // math.gcd(bx, 32)
     return max(step, min(L, BLOCK_THREADS // bx) // step * step)
+
+
+def metropolis_thresholds(max_k: int, T: float) -> tuple[np.ndarray, tuple[np.uint64, np.uint64, np.uint64]]:
+    """Host uint64 thresholds floor(exp(-2k/T) 2^64) for k = s*h in 0..max_k (k = 0 is never looked up: k <= 0
+    always flips), and those of k = 2, 4, 6 (the regular sites' cases) as scalars (metropolis_numbers.cuh)."""
+    host = threshold64(np.exp(-2.0 * np.arange(max_k + 1) / T))
+    return host, tuple(np.uint64(threshold64(math.exp(-2.0 * i / T))) for i in (2, 4, 6))
+
+
+def params_head(pointers: list[int], regular, has_modified: int, modified_apart: int) -> np.ndarray:
+    """The first PARAMS_HEAD words of struct MultispinParams: its 9 pointers (flips, thresholds, mod_words,
+    mod_rank, mod_offsets, mod_neighbours, mod_positions, mod_decided, totals), t2, t4, t6 (uint64), the masks
+    of their top bytes (3 x 8 uint32: bit j of the byte set -> all ones) and has_modified, modified_apart."""
+    masks = np.array([[0xFFFFFFFF if (int(t) >> (63 - j)) & 1 else 0 for j in range(8)] for t in regular],
+                     dtype=np.uint32)
+    block = np.concatenate([np.array(list(pointers) + [int(t) for t in regular], dtype=np.uint64),
+                            masks.reshape(-1).view(np.uint64),
+                            np.array([int(has_modified) | int(modified_apart) << 32], dtype=np.uint64)])
+    assert block.size == PARAMS_HEAD
+    return block
 
 
 def chunk_words(L: int) -> int | None:
@@ -222,9 +242,7 @@ class CudaEngine:
         """Device table of the 64-bit Metropolis thresholds floor(exp(-2k/T) 2^64) for k = s*h in 0..max_k (k = 0
         is never looked up: k <= 0 always flips), and the regular ones for k = 2, 4, 6 (metropolis_numbers.cuh)."""
         if self._thresholds_for is None or self._thresholds_for[0] != T:
-            k = np.arange(self.graph.max_k + 1)
-            host = threshold64(np.exp(-2.0 * k / T))
-            regular = tuple(np.uint64(threshold64(math.exp(-2.0 * i / T))) for i in (2, 4, 6))
+            host, regular = metropolis_thresholds(self.graph.max_k, T)
             self._thresholds_for = (T, self.xp.asarray(host), regular)
         return self._thresholds_for[1], self._thresholds_for[2]
 
@@ -422,18 +440,12 @@ class CudaEngine:
             }
         ms = self._multispin
         if ms["params_T"] != T:
-            table, (t2, t4, t6) = self._thresholds(T)
-            # struct MultispinParams: 9 pointers, t2, t4, t6 (uint64), the masks of their top bytes (3 x 8
-            # uint32), has_modified and modified_apart (int32 each); the frame position after them is left as it
-            # is. Written in the stream's order (CuPy's set copies synchronously), so sweeps already queued keep
-            # the old temperature.
+            table, regular = self._thresholds(T)
+            # struct MultispinParams' head (params_head); the frame position and the slab fields (all zero on
+            # one device) after it are left as they are. Written in the stream's order (CuPy's set copies
+            # synchronously), so sweeps already queued keep the old temperature.
             pointers = [self._address(a) for a in (ms["flips"], table, *ms["rewired"], ms["decided"], ms["totals"])]
-            masks = np.array([[0xFFFFFFFF if (int(t) >> (63 - j)) & 1 else 0 for j in range(8)] for t in (t2, t4, t6)],
-                             dtype=np.uint32)
-            block = np.concatenate([np.array(pointers + [int(t2), int(t4), int(t6)], dtype=np.uint64),
-                                    masks.reshape(-1).view(np.uint64),
-                                    np.array([ms["has_modified"] | ms["modified_apart"] << 32], dtype=np.uint64)])
-            assert block.size == PARAMS_HEAD
+            block = params_head(pointers, regular, ms["has_modified"], ms["modified_apart"])
             head = ms["params"][:block.size]
             if isinstance(head, np.ndarray):
                 head[...] = block

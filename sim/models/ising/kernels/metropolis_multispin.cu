@@ -9,7 +9,7 @@
 // same row the indices i and i - 1 (o = 0) or i and i + 1 (o = 1): one word and a one-bit funnel shift.
 //
 // Random numbers (metropolis_numbers.cuh): a word's 32 sites have the colour indices q0 .. q0 + 31, q0 =
-// (r*L + 64w) / 2, and take the top bytes of their 64-bit numbers as 8 bit planes from the two Philox calls
+// (r*L + 64w) / 2 with r the row's global number (a slab's rows are local: see slab_offset), and take the top bytes of their 64-bit numbers as 8 bit planes from the two Philox calls
 // q0 / 16 and q0 / 16 + 1 (low and high 16 bits of each plane). The planes are compared with the top bytes of
 // the thresholds of k = 2, 4 (, 6) for all 32 sites at once (bit-sliced: 3 logic operations per plane and
 // threshold); sites whose byte ties their threshold's (probability 2^-8 each) draw their low 56 bits, one call
@@ -74,7 +74,20 @@ struct MultispinParams {
     // captured launches serve every frame (a graph's arguments are fixed at capture).
     unsigned long long stream_base;
     int slot_base;
-    int unused;
+    int slab_total;        // a slab's whole lattice: the global length of the slow axis (below)
+    // A slab of a lattice split along its slowest axis (y in 2D, z in 3D) over several devices
+    // (sim/models/ising/gpu/slabs.py). All zero for a whole periodic lattice: then a launch covers every row.
+    // With slab_extent > 0 the packed array holds slab_extent slow indices (the slab and its halos), local index j
+    // being global index j + slab_offset (mod L): rows are numbered locally, while the colours' offsets, the
+    // random numbers and the modified sites' numbers use global coordinates, so each site draws and decides as
+    // on one device. The launch updates local slow indices first .. end - 1 (1 .. slab_extent - 2 at most: no
+    // wrap is needed; deep halos are updated too, as their owner does, between two exchanges: their global index
+    // wraps modulo slab_total), and a modified site's neighbour entry j < 0 is not a local bit position but entry
+    // -1 - j of ``remote``:
+    // that neighbour's bit, gathered from the device owning it before the half-sweep.
+    const unsigned int* remote;
+    int slab_extent, slab_offset;
+    int first, end;
 };
 
 // flags: bit 0 the colour; bit 1 write the flip words; bit 2 OR them into the words already there (the union of
@@ -117,15 +130,24 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
 {
     const int colour = flags & MS_COLOUR;
     const int W = L >> 6;
+    const bool slab = params->slab_extent > 0;
+    const int extent = slab ? params->slab_extent : L, first = slab ? params->first : 0;
+    const int end = slab ? params->end : L;
     const int w = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = blockIdx.y * blockDim.y + threadIdx.y;
-    const int z = DIM == 3 ? (int)blockIdx.z : 0;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y + (DIM == 2 ? first : 0);
+    const int z = DIM == 3 ? first + (int)blockIdx.z : 0;
     const bool measure = flags & MS_MEASURE;
+    const bool active = w < W && y < (DIM == 2 ? end : L);
     long long unlike_pairs = 0, down_spins = 0, flipped = 0;
-    if (w < W && y < L) {
-        const int rows = DIM == 3 ? L * L : L;
+    if (active) {
+        const int rows = DIM == 3 ? extent * L : extent;
         const int r = z * L + y;
-        const int o = (colour + y + z) & 1;
+        const int offset = slab ? params->slab_offset : 0;
+        int slow = (DIM == 3 ? z : y) + offset;                  // the global slow index (a halo's wraps)
+        if (slab && slow < 0) slow += params->slab_total;
+        if (slab && slow >= params->slab_total) slow -= params->slab_total;
+        const int global_r = DIM == 3 ? slow * L + y : slow;     // the row's number on the whole lattice
+        const int o = (colour + y + z + offset) & 1;
         const int own = (colour * rows + r) * W + w;
         const unsigned int* other = packed + (1 - colour) * rows * W;
 
@@ -133,12 +155,13 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         const unsigned int same = other[r * W + w];
         const unsigned int side_word = other[r * W + (o ? (w == W - 1 ? 0 : w + 1) : (w == 0 ? W - 1 : w - 1))];
         const unsigned int side = o ? __funnelshift_r(same, side_word, 1) : __funnelshift_l(side_word, same, 1);
-        const int y_up = y == 0 ? L - 1 : y - 1, y_down = y == L - 1 ? 0 : y + 1;
+        const bool wrap_y = DIM == 3 || !slab;                   // a slab's slow axis has halos instead
+        const int y_up = y == 0 && wrap_y ? L - 1 : y - 1, y_down = y == L - 1 && wrap_y ? 0 : y + 1;
         const unsigned int up = other[(z * L + y_up) * W + w];
         const unsigned int down = other[(z * L + y_down) * W + w];
         unsigned int back = 0, front = 0;
         if (DIM == 3) {
-            const int z_back = z == 0 ? L - 1 : z - 1, z_front = z == L - 1 ? 0 : z + 1;
+            const int z_back = z == 0 && !slab ? L - 1 : z - 1, z_front = z == L - 1 && !slab ? 0 : z + 1;
             back = other[(z_back * L + y) * W + w];
             front = other[(z_front * L + y) * W + w];
         }
@@ -149,7 +172,7 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         const unsigned long long sweep_stream = stream + params->stream_base;
         const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)sweep_stream,
                                (unsigned int)(sweep_stream >> 32)};
-        const unsigned int q0 = ((unsigned int)r * (unsigned int)L + 64u * (unsigned int)w) >> 1;
+        const unsigned int q0 = ((unsigned int)global_r * (unsigned int)L + 64u * (unsigned int)w) >> 1;
         unsigned int planes[8];
         word_planes<ROUNDS>(key, colour, q0 >> 4, planes);
         unsigned int lt[3] = {0u, 0u, 0u}, eq[3] = {0u, 0u, 0u};
@@ -208,8 +231,10 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
                 todo &= todo - 1;
                 const int row = (int)first_row + __popc(modified & ((1u << bit) - 1u));
                 int h = 0;
-                for (int j = g.offsets[row]; j < g.offsets[row + 1]; ++j)
-                    h += 1 - 2 * (int)packed_bit(packed, g.neighbours[j]);
+                for (int j = g.offsets[row]; j < g.offsets[row + 1]; ++j) {
+                    const int at = g.neighbours[j];
+                    h += 1 - 2 * (int)(at >= 0 ? packed_bit(packed, at) : params->remote[-1 - at] & 1u);
+                }
                 const int k = (1 - 2 * (int)((s >> bit) & 1u)) * h;
                 if (k <= 0 || number_below(planes_top_byte(planes, bit), params->thresholds[k], key, colour,
                                            q0 + (unsigned int)bit))
@@ -232,7 +257,7 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
         unsigned long long* slot = params->totals + 3 * (params->slot_base + (flags >> MS_SLOT_SHIFT));
         if (colour == 1) {
             // a colour-1 word: 32 sites with 2 dim lattice edges each; with its "same" word, 64 spins
-            const long long sites = (w < W && y < L) ? 32 : 0;
+            const long long sites = active ? 32 : 0;
             long long sums[3] = {2 * DIM * sites - 2 * unlike_pairs, 2 * sites - 2 * down_spins, flipped};
             block_sums_into<3>(sums, slot);
         } else {
@@ -249,6 +274,9 @@ __global__ void metropolis_multispin(unsigned int* __restrict__ packed, const Mu
 // changed their own spins. Each warp's 32 decisions (rows 32j .. 32j + 31) become word j of mod_decided by a
 // ballot: no atomics. A word shared with the other colour's rows is written by both colours' launches, each
 // read by its own packed pass in between.
+// On a slab (slab_extent > 0) the CSR rows are the slab's own modified sites, mod_decided is the slab's, a
+// neighbour entry j < 0 reads entry -1 - j of ``remote`` (as in the packed pass), and the colour index is made
+// global: half / slab_extent colour indices per slow index, the local slow index moved by slab_offset.
 __global__ void multispin_decide_modified(const unsigned int* __restrict__ packed,
                                           const MultispinParams* __restrict__ params, const int first_row,
                                           const int count, const int colour, const unsigned int half,
@@ -261,8 +289,10 @@ __global__ void multispin_decide_modified(const unsigned int* __restrict__ packe
         const unsigned int position = (unsigned int)params->mod_positions[row];
         const int* __restrict__ neighbours = params->mod_neighbours;
         int h = 0;
-        for (int j = params->mod_offsets[row]; j < params->mod_offsets[row + 1]; ++j)
-            h += 1 - 2 * (int)packed_bit(packed, neighbours[j]);
+        for (int j = params->mod_offsets[row]; j < params->mod_offsets[row + 1]; ++j) {
+            const int at = neighbours[j];
+            h += 1 - 2 * (int)(at >= 0 ? packed_bit(packed, at) : params->remote[-1 - at] & 1u);
+        }
         const int k = (1 - 2 * (int)packed_bit(packed, (int)position)) * h;
         if (k <= 0) {
             flip = true;
@@ -270,7 +300,14 @@ __global__ void multispin_decide_modified(const unsigned int* __restrict__ packe
             const unsigned long long sweep_stream = stream + params->stream_base;
             const PhiloxKey key = {(unsigned int)seed, (unsigned int)(seed >> 32), (unsigned int)sweep_stream,
                                    (unsigned int)(sweep_stream >> 32)};
-            const unsigned int q = position - (unsigned int)colour * half;
+            unsigned int q = position - (unsigned int)colour * half;
+            if (params->slab_extent > 0) {
+                const unsigned int per_slow = half / (unsigned int)params->slab_extent;
+                int slow = (int)(q / per_slow) + params->slab_offset;
+                if (slow < 0) slow += params->slab_total;
+                if (slow >= params->slab_total) slow -= params->slab_total;
+                q = (unsigned int)slow * per_slow + q % per_slow;
+            }
             flip = site_number_below(params->thresholds[k], key, colour, 2u * q);
         }
     }
