@@ -5,7 +5,7 @@ The file starts with one comment line that says where the numbers come from, the
 per sample::
 
     # latticelab 0.2.0 (git 1a2b3c4); model ising (Rewired Ising model); backend numpy [CPU]; parameters: dim=2 L=32 ...
-    step,energy,magnetisation,flipped_fraction,energy_std,flipped_fraction_std
+    step,energy,abs_magnetisation,flipped_fraction,energy_std,flipped_fraction_std
     1,-1.21875,0.4375,0.12,nan,nan
     ...
 

@@ -14,7 +14,7 @@ def test_run_ising_writes_one_row_per_step(tmp_path, capsys):
                  "--steps", "25", "--seed", "1", "--csv", str(out), "--backend", "numpy"]) == 0
     rows = list(csv.DictReader(out.open()))
     assert [int(r["step"]) for r in rows] == list(range(1, 26))
-    assert all(-2 <= float(r["energy"]) <= 2 and 0 <= float(r["magnetisation"]) <= 1 for r in rows)
+    assert all(-2 <= float(r["energy"]) <= 2 and 0 <= float(r["abs_magnetisation"]) <= 1 for r in rows)
     assert "energy" in capsys.readouterr().out
 
 

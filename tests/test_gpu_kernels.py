@@ -369,7 +369,7 @@ def test_a_frame_on_the_gpu_equals_single_steps(dim, L, p, algorithm):
         batch = b.advance(n)
         np.testing.assert_array_equal(to_numpy(a.spins), to_numpy(b.spins))
         np.testing.assert_array_equal(to_numpy(batch.changed), union)
-        for name in ("energy", "magnetisation", "flipped_fraction"):
+        for name in ("energy", "abs_magnetisation", "flipped_fraction"):
             np.testing.assert_allclose(batch.observables[name], [r[name] for r in rows], rtol=1e-12, err_msg=name)
         assert list(batch.times) == list(range(a.step_count - n + 1, a.step_count + 1))
 
@@ -402,6 +402,6 @@ def test_a_frame_that_does_not_wait_delivers_the_same_observables_later():
     assert times[-1] == runner.model.step_count and np.all(np.diff(times) == 1)
     twin_times, twin_values = twin.history.arrays()
     np.testing.assert_array_equal(times, twin_times)
-    for name in ("energy", "magnetisation", "flipped_fraction"):
+    for name in ("energy", "abs_magnetisation", "flipped_fraction"):
         np.testing.assert_array_equal(values[name], twin_values[name], err_msg=name)
     np.testing.assert_array_equal(to_numpy(runner.model.spins), to_numpy(twin.model.spins))

@@ -38,7 +38,7 @@ def test_spins_and_observables_are_consistent(backend):
     flat = s.reshape(-1).astype(int)
     obs = m.observables()
     assert obs["energy"] == pytest.approx(-(flat[e[:, 0]] * flat[e[:, 1]]).sum() / flat.size)
-    assert obs["magnetisation"] == pytest.approx(abs(flat.sum()) / flat.size)
+    assert obs["abs_magnetisation"] == pytest.approx(abs(flat.sum()) / flat.size)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -288,7 +288,7 @@ def test_a_runner_keeping_a_few_samples_a_frame_keeps_true_steps_ending_with_the
     steps = np.diff(t_few[8:12])
     assert steps.min() == steps.max() == 7                                    # 25 steps: every 7th, ending at 32
     where = np.searchsorted(t_all, t_few)
-    for name in ("magnetisation", "energy", "flipped_fraction"):
+    for name in ("abs_magnetisation", "energy", "flipped_fraction"):
         np.testing.assert_array_equal(v_few[name], v_all[name][where], err_msg=name)
 
 

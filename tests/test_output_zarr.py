@@ -40,7 +40,7 @@ def test_a_run_writes_fields_and_observables_that_xarray_opens(tmp_path):
     # the same run in this process: the last snapshot bit for bit, every step's observables exactly
     model, observed = run_model("ising", 12, L=16, T=2.0, seed=3)
     assert np.array_equal(ds.spins.isel(time=-1).values, to_numpy(model.fields()["spins"]))
-    for name in ("energy", "magnetisation", "flipped_fraction"):
+    for name in ("energy", "abs_magnetisation", "flipped_fraction"):
         assert ds[name].values.tolist() == [row[name] for row in observed]
 
 

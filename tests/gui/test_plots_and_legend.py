@@ -206,7 +206,7 @@ def test_plots_are_labelled_with_units_wait_for_data_and_average(ising_window, q
     assert not plots.hints["energy_std"].visible and not plots.y_axes["energy_std"].axis.ticker.blank
     title = plots.titles["energy"].text
     assert title.startswith("energy per spin [J] = ") and " +/- " in title
-    assert "+/-" not in plots.titles["magnetisation"].text          # not an averaged observable
+    assert "+/-" not in plots.titles["abs_magnetisation"].text          # not an averaged observable
     # the sample under the mouse: put the mouse on the 15th point of the energy line
     times, values = window.runner.history.arrays()
     k = 14

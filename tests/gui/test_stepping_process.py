@@ -78,7 +78,7 @@ def test_changes_between_batches_reach_the_copy_in_the_process(stepper):
     stepper.start(there, 1)
     stepper.wait(120)
     _, batch, _ = stepper.poll()
-    np.testing.assert_array_equal(batch.observables["magnetisation"], expected.observables["magnetisation"])
+    np.testing.assert_array_equal(batch.observables["abs_magnetisation"], expected.observables["abs_magnetisation"])
     _same_state(here, there)
 
 

@@ -79,16 +79,16 @@ def test_p_scale_is_zero_then_logarithmic():
 
 
 def test_history_keeps_the_last_n_and_windowed_std():
-    declared = (Observable("magnetisation", "|M|"), Observable("energy", "E", spread=True),
+    declared = (Observable("abs_magnetisation", "|M|"), Observable("energy", "E", spread=True),
                 Observable("flipped_fraction", "flipped", spread=True))
     history = ObservableHistory(declared, capacity=5, window=3)
     for step in range(1, 9):
-        history.push(step, {"energy": float(step), "magnetisation": 0.5, "flipped_fraction": step % 2})
+        history.push(step, {"energy": float(step), "abs_magnetisation": 0.5, "flipped_fraction": step % 2})
     steps, values = history.arrays()
     np.testing.assert_array_equal(steps, [4, 5, 6, 7, 8])
     np.testing.assert_allclose(values["energy_std"], np.std([1, 2, 3]))
     np.testing.assert_allclose(values["flipped_fraction_std"], np.std([0, 1, 0]))
-    assert "magnetisation_std" not in values          # declared without a spread
+    assert "abs_magnetisation_std" not in values          # declared without a spread
     history.clear()
     assert len(history) == 0
 

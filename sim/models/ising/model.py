@@ -31,7 +31,7 @@ FIRST_RUN_STREAM = 1           # stream 0 builds the initial graph; the initial 
 def _observables_of_totals(totals: np.ndarray, n_sites: int) -> dict[str, np.ndarray]:
     """Per-step observables from the (bond sum, spin sum, flips) rows a frame reduced on the device."""
     sites = float(n_sites)
-    return {"energy": -totals[:, 0] / sites, "magnetisation": np.abs(totals[:, 1]) / sites,
+    return {"energy": -totals[:, 0] / sites, "abs_magnetisation": np.abs(totals[:, 1]) / sites,
             "flipped_fraction": totals[:, 2] / sites}
 
 
@@ -62,7 +62,7 @@ class IsingModel(Model):
     title = "Rewired Ising model"
     Params = IsingParams
     declared_observables = (
-        Observable("magnetisation", "|M| per spin"),
+        Observable("abs_magnetisation", "|M| per spin"),
         Observable("energy", "energy per spin", unit="J", spread=True),
         Observable("flipped_fraction", "fraction flipped (Wolff: cluster size)", spread=True),
     )
@@ -356,7 +356,8 @@ class IsingModel(Model):
         if self._flipped_count is None:
             self._flipped_count = int(self.flipped.sum())
         bonds, spin_sum = self._measure()
-        return {"energy": -bonds / n, "magnetisation": abs(spin_sum) / n, "flipped_fraction": self._flipped_count / n}
+        return {"energy": -bonds / n, "abs_magnetisation": abs(spin_sum) / n,
+                "flipped_fraction": self._flipped_count / n}
 
     def energy_and_magnetisation(self) -> tuple[float, float]:
         """Energy per spin and signed magnetisation per spin (the HasMagnetisation capability): the engine

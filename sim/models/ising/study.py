@@ -35,6 +35,7 @@ class ThermodynamicsRecorder:
     def result(self, model, n_blocks: int) -> dict:
         from latticelab.sim.analysis.critical import thermodynamics
         n_sites = int(np.prod(model.shape))
+        # "magnetisation" is the measurer's signed series (HasMagnetisation), not the |M| observable
         stats = thermodynamics(model.params.T, n_sites, self.series.get("energy"), self.series.get("magnetisation"),
                                n_blocks=n_blocks)
         return {m.name: (stats.get(m.name), stats.get(f"{m.name}_err")) for m in DERIVED}
