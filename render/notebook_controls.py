@@ -18,7 +18,7 @@ def field_widget(widgets, name: str, info: dict, schema, values: dict):
     common = {"description": label, "value": values[name], "tooltip": info.get("help", ""),
               "style": {"description_width": "initial"}, "continuous_update": False}
     choices = info.get("choices") or schema.options(name, values)
-    if choices and info.get("widget") != "lattice_size":      # sizes: any allowed value, typed
+    if choices and info.get("widget") != "editable_choice":   # sizes: any allowed value, typed
         options = list(choices) if values[name] in choices else [values[name], *choices]
         common.pop("continuous_update")
         return widgets.Dropdown(options=options, **common)

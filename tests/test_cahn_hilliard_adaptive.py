@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from latticelab.sim.backend import to_numpy
-from latticelab.sim.models.cahn_hilliard.model import (CHANGE_THREADS, CahnHilliardModel, FusedChange,
-                                                       change_keys_twin, change_launch, change_twin, decode_keys)
+from latticelab.sim.models.cahn_hilliard.change_kernel import CHANGE_THREADS
+from latticelab.sim.models.cahn_hilliard.model import (CahnHilliardModel, FusedChange, change_keys_twin, change_launch,
+                                                       change_twin, decode_keys)
 from latticelab.sim.params import ParameterError
 
 from helpers import DEVICES, device_xp
