@@ -66,6 +66,20 @@ class Part:
                 self.copy_stream.synchronize()
 
 
+def enable_peer_access(xp, devices: Sequence[int]) -> None:
+    """Let each of ``devices`` (CUDA ids) address the others' memory where the driver allows it (NVLink or
+    PCIe); copies between the others are staged through the host by the driver."""
+    runtime = xp.cuda.runtime
+    for a in devices:
+        for b in devices:
+            if a != b and runtime.deviceCanAccessPeer(a, b):
+                with xp.cuda.Device(a):
+                    try:
+                        runtime.deviceEnablePeerAccess(b)
+                    except Exception:        # already enabled (by CuPy's own peer copies, or an earlier call)
+                        pass
+
+
 def make_parts(xp, devices: Sequence[int]) -> list[Part]:
     return [Part(xp, d) for d in devices]
 
@@ -181,15 +195,7 @@ class PeerExchanger(_StreamedExchanger):
 
     def __init__(self, parts: Sequence[Part]):
         super().__init__(parts)
-        runtime = parts[0].xp.cuda.runtime
-        for a in parts:
-            for b in parts:
-                if a.device != b.device and runtime.deviceCanAccessPeer(a.device, b.device):
-                    with a.xp.cuda.Device(a.device):
-                        try:
-                            runtime.deviceEnablePeerAccess(b.device)
-                        except Exception:        # already enabled (by CuPy's own peer copies)
-                            pass
+        enable_peer_access(parts[0].xp, [part.device for part in parts])
 
     def _send(self, moves: Sequence[Move]) -> None:
         for move in moves:

@@ -409,12 +409,23 @@ class SlabMetropolis:
         C order: shape (h * plane_rows, L)."""
         xp, g, W = state.part.xp, state.geometry, self.L // 64
         view = words.reshape(2, g.rows, W)[:, j0 * g.plane_rows:(j0 + h) * g.plane_rows]
+        return self._unpack(xp, view, self._row_parity(xp, state, j0, h))
+
+    def _unpack(self, xp, view, parity):
+        """Down bits (0/1, uint8), shape (rows, L), of the packed rows ``view`` (2, rows, L / 64), each row's
+        colour order given by its ``parity``."""
         bits = ((view[..., None] >> xp.arange(32, dtype=xp.uint32)) & 1).astype(xp.uint8).reshape(2, -1, self.L // 2)
-        par = self._row_parity(xp, state, j0, h)[:, None]
+        par = parity[:, None]
         out = xp.empty((bits.shape[1], self.L), dtype=xp.uint8)
         out[:, 0::2] = xp.where(par == 0, bits[0], bits[1])
         out[:, 1::2] = xp.where(par == 0, bits[1], bits[0])
         return out
+
+    def _unpacked_rows(self, state: _PartState, words, local):
+        """As ``_unpacked`` for a 2D slab's local rows ``local`` (an array of local slow indices, any order)."""
+        xp = state.part.xp
+        view = words.reshape(2, state.geometry.rows, self.L // 64)[:, local]
+        return self._unpack(xp, view, (local + state.geometry.slab.offset) & 1)
 
     def _gather_host(self, which: str) -> np.ndarray:
         shape = (self.total,) + (self.L,) * (self.dim - 1)
@@ -430,6 +441,44 @@ class SlabMetropolis:
                     host = host.get() if hasattr(host, "get") else host
                     out[j0 + slab.offset:j0 + slab.offset + h] = host.reshape((h,) + shape[1:])
         return out
+
+    def owned_cells(self, index: int, step: int = 1, flips: bool = True):
+        """Part ``index``'s owned spins (int8 +-1) and, with ``flips``, its flip mask (bool; else None), on the part's
+        device (call inside ``part.use()``): the slow indices that are multiples of ``step``
+        (sim/multidevice/picture.py: kept_range) and every ``step``-th cell of the other axes (2D only when step
+        > 1). What a split picture encodes where the slab lives."""
+        from latticelab.sim.multidevice.picture import kept_range
+        state = self.states[index]
+        slab, xp = state.geometry.slab, state.part.xp
+        if step > 1 and self.dim != 2:
+            raise ValueError(f"step: only 2D slabs are reduced; got {step}")
+        first, count = kept_range(slab.start, slab.stop, step)
+        local = first - slab.offset
+        shape = (count,) + (self.L,) * (self.dim - 1)
+        out = [xp.empty((count, -(-self.L // step)) if step > 1 else shape, dtype=dtype)
+               for dtype in ((xp.int8, xp.bool_) if flips else (xp.int8,))]
+        rows = max(1, CHUNK_SITES // (self.L ** (self.dim - 1)))
+        for r0 in range(0, count, rows):
+            n = min(count, r0 + rows) - r0
+            j = local + r0 * step
+            for target, words in zip(out, (state.packed, state.flips)):
+                if step == 1:
+                    bits = self._unpacked(state, words, j, n).reshape((n,) + shape[1:])
+                else:      # 2D: one packed row per slow index; the kept rows only, then every step-th column
+                    bits = self._unpacked_rows(state, words, j + step * xp.arange(n, dtype=xp.int64))[:, ::step]
+                target[r0:r0 + n] = (1 - 2 * bits.astype(xp.int8)) if words is state.packed else bits
+        return out[0], (out[1] if flips else None)
+
+    def spin_at(self, index) -> int:
+        """The spin (+1 or -1) of the site at ``index`` (its lattice coordinates, slow axis first), read from the
+        one packed word that holds it on its owner's device."""
+        site = int(np.ravel_multi_index(tuple(int(i) for i in index), (self.total,) + (self.L,) * (self.dim - 1)))
+        owner = int(self.layout.owner(site // self.L ** (self.dim - 1)))
+        state = self.states[owner]
+        position = int(state.geometry.positions(np.array([site]))[0])
+        with state.part.use():
+            word = int(state.packed[position >> 5].item())
+        return -1 if (word >> (position & 31)) & 1 else 1
 
     def spins(self) -> np.ndarray:
         """The whole lattice's spins on the host (int8 +-1)."""
