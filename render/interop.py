@@ -497,6 +497,39 @@ def _gl_cuda_devices(runtime, count: int) -> list[int]:
     return [int(d) for d in list(devices)[:n]]
 
 
+EGL_DEVICE_EXT = 0x322C
+EGL_CUDA_DEVICE_NV = 0x323A
+
+
+def _egl_cuda_device() -> int | None:
+    """The CUDA device of the display of VisPy's headless EGL backend (EGL_EXT_device_query with NVIDIA's
+    EGL_NV_device_cuda), or None: another backend, an EGL without those extensions, any failure."""
+    import ctypes
+    import sys
+    backend = sys.modules.get("vispy.app.backends._egl")
+    display = getattr(backend, "_EGL_DISPLAY", None)
+    if display is None:
+        return None
+    try:
+        from vispy.ext import egl
+        lookup = egl._lib.eglGetProcAddress
+        lookup.restype, lookup.argtypes = ctypes.c_void_p, (ctypes.c_char_p,)
+        query_display = lookup(b"eglQueryDisplayAttribEXT")
+        query_device = lookup(b"eglQueryDeviceAttribEXT")
+        if not (query_display and query_device):
+            return None
+        signature = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_ssize_t))
+        device, cuda = ctypes.c_ssize_t(0), ctypes.c_ssize_t(-1)
+        if not signature(query_display)(display, EGL_DEVICE_EXT, ctypes.byref(device)) or not device.value:
+            return None
+        if not signature(query_device)(ctypes.c_void_p(device.value), EGL_CUDA_DEVICE_NV, ctypes.byref(cuda)):
+            return None
+        return int(cuda.value) if cuda.value >= 0 else None
+    except Exception as exc:         # a best effort: the caller assumes the current device
+        log.debug("no CUDA device from EGL: %s: %s", type(exc).__name__, exc)
+        return None
+
+
 def _texture_target(texture) -> int | None:
     from vispy.gloo import Texture2D, Texture3D
     from vispy.gloo.texture import TextureEmulated3D
@@ -557,11 +590,13 @@ class CanvasInterop:
         except InteropError as exc:
             # Some drivers cannot answer for every kind of context (EGL, say); the vendor is NVIDIA, so let
             # the first registration decide: if it fails, that failure is logged and uploads go through host.
-            # The context is taken to be on the current device (EGL's default display is on device 0).
-            self.device = device
+            # A headless EGL context says its CUDA device itself; any other is taken to be on the current one.
+            egl = _egl_cuda_device()
+            self.device = device if egl is None else egl
             log.debug("cudaGLGetDevices gave no answer (%s); trying registration", exc)
-            return True, (f"OpenGL context {renderer!r} is on an NVIDIA GPU, taken to be CUDA device "
-                          f"{self.device} (cudaGLGetDevices: {exc})")
+            return True, (f"OpenGL context {renderer!r} is on an NVIDIA GPU, "
+                          + (f"CUDA device {egl} (its EGL device)" if egl is not None
+                             else f"taken to be CUDA device {device}") + f" (cudaGLGetDevices: {exc})")
         if device in gl_devices or not gl_devices:
             self.device = device
             return True, f"OpenGL context {renderer!r} is on CUDA device {device}"
@@ -764,7 +799,10 @@ class CanvasInterop:
         decided, or off the interop path)."""
         if self.device is None or not self.enabled:
             return contextlib.nullcontext()
-        return _cuda_modules()[0].cuda.Device(self.device)
+        try:
+            return _cuda_modules()[0].cuda.Device(self.device)
+        except ImportError:          # CUDA gone since (a test's stand-in): nothing of it is left to unmap
+            return contextlib.nullcontext()
 
     def _hand_over(self, array, slot):
         """``array`` on the display device: itself when it is there already; else (the dual-GPU mode: the model
