@@ -29,6 +29,9 @@ BENCHMARKS = {
     "io": ("output", "the same Ising run with and without fields written to Zarr every N sweeps: the overhead"),
     "multigpu": ("multigpu", "one Ising lattice split over the GPUs of one host (slabs, halos) against one GPU: "
                  "weak and strong scaling"),
+    "window-gpus": ("window_gpus", "the lattice view with two GPUs, headless: one GPU simulating and the other "
+                    "drawing (dual-GPU mode) against one GPU doing both, and a lattice split over both drawn in one "
+                    "view, against headless"),
     "responsiveness": ("responsiveness", "the window on the CPU while slow work runs (Swendsen-Wang at 2048^2, the "
                        "Spectrum dock at 3D 128^3): longest gaps between frames and event-loop iterations"),
 }

@@ -14,7 +14,7 @@ import pytest
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.multidevice.picture import kept_range, reduced_shape, reduction_step
 
-from helpers import device_xp
+from helpers import device_xp, emulate_devices
 
 
 def test_the_kept_cells_and_the_reduction_step():
@@ -31,11 +31,7 @@ def test_the_kept_cells_and_the_reduction_step():
 @pytest.fixture
 def emulated_models(monkeypatch):
     """IsingModel on the CPU with its CUDA kernels emulated and several 'devices' allowed (NumPy slabs)."""
-    import latticelab.sim.backend as backend
-    import latticelab.sim.multidevice.devices as devices
-    xp = device_xp("emulator")
-    monkeypatch.setattr(backend, "select_backend", lambda name="auto": backend.Backend(xp, "numpy", "CPU", "test"))
-    monkeypatch.setattr(devices, "resolve_devices", lambda cls, value, b: tuple(value) if value else (0,))
+    emulate_devices(monkeypatch)
     from latticelab.sim.models.ising.model import IsingModel
     return IsingModel
 

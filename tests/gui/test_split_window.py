@@ -24,19 +24,9 @@ L = 64
 def emulated_devices(monkeypatch):
     """select_backend gives the CPU emulator's stand-in for CuPy; several 'devices' are NumPy slabs."""
     import latticelab.app.main_window as main_window
-    import latticelab.sim.backend as backend
-    import latticelab.sim.multidevice.devices as devices
     import latticelab.sim.runner as runner
-    from helpers import device_xp
-    xp = device_xp("emulator")
-
-    def select(name="auto"):
-        return backend.Backend(xp, "numpy", "CPU", "test")
-
-    for module in (backend, runner, main_window):
-        monkeypatch.setattr(module, "select_backend", select)
-    monkeypatch.setattr(devices, "resolve_devices",
-                        lambda cls, value, b: devices.parse_devices(value) if value is not None else (0,))
+    from helpers import emulate_devices
+    emulate_devices(monkeypatch, runner, main_window)
 
 
 def _window(qtbot, tmp_path, devices):
