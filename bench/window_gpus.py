@@ -223,12 +223,12 @@ def main(args) -> int:
         cases += dual_cases(args, view)
     if "split" in names:
         cases.append(split_case(args, view))
-    print(f"latticelab bench window-gpus on 2 x {device}, canvas {args.canvas}^2")
+    print(f"latticelab bench window-gpus on 2x {device}, canvas {args.canvas}^2")
     for case in cases:
         print(f"{case['case']:28} {case['frames_per_s']:8.1f} frames/s {case['value']:>10,} sweeps/s "
               f"({case['ratio']:.1%} of {case['baseline']}, {case['sweeps_per_frame']} a frame)")
     if not args.no_write:
         from latticelab.bench.report import write_results
-        path = write_results("window-gpus", f"2 x {device}", cases, out_dir=args.out_dir, commit=args.commit)
+        path = write_results("window-gpus", f"2x {device}", cases, out_dir=args.out_dir, commit=args.commit)
         print(f"wrote {path}")
     return 0
