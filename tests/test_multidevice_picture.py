@@ -88,6 +88,33 @@ def test_leaving_out_a_slab_or_its_offset_shows(emulated_models, monkeypatch):
     assert not np.array_equal(slabs.codes(4), codes[::4, ::4])
 
 
+@pytest.mark.parametrize("dim, L", [(2, 48), (3, 16)])
+def test_a_split_cahn_hilliard_picture_is_the_one_device_picture(monkeypatch, dim, L):
+    """The field's slabs through the model's colormap, with a highlight mask, reduced in 2D; the key, range and
+    colour bar of the whole field."""
+    emulate_devices(monkeypatch)
+    from latticelab.sim.models.cahn_hilliard.model import CahnHilliardModel
+    values = dict(dim=dim, L=L, boundary="periodic", dt=0.01, noise=0.1, seed=3)
+    one = CahnHilliardModel.create(backend="numpy", **values)
+    split = CahnHilliardModel.create(backend="numpy", devices=(0, 1, 2), **values)
+    for model in (one, split):
+        model.step(3)
+    mask = np.random.default_rng(1).random((L,) * dim) < 0.1
+    for highlight in (None, mask):
+        a, b = one.picture(highlight), split.picture(highlight)
+        assert b.slabs is not None and b.shape == a.shape
+        codes = to_numpy(a.codes())
+        assert len(np.unique(codes)) > 20
+        np.testing.assert_array_equal(b.codes(), codes)
+        assert (b.legend, b.value_range, b.colour_bar) == (a.legend, a.value_range, a.colour_bar)
+        np.testing.assert_array_equal(b.palette, a.palette)
+        for step in (2, 4, 8) if dim == 2 else ():
+            np.testing.assert_array_equal(b.slabs.codes(step), codes[::step, ::step], err_msg=f"step {step}")
+    phi = to_numpy(one.phi)
+    for index in [(0,) * dim, (L // 3 - 1,) + (2,) * (dim - 1), (L // 3,) * dim, (L - 1,) * dim]:
+        assert split.main_field_at(index) == ("phi", float(phi[index]))
+
+
 @pytest.mark.gpu
 def test_split_pictures_on_two_gpus_are_gathered_on_either():
     xp = device_xp("cuda")

@@ -16,6 +16,7 @@ the tests check on the CPU what the GPUs run. ``reduction_step`` picks the step 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -30,6 +31,25 @@ def kept_range(start: int, stop: int, step: int) -> tuple[int, int]:
     indices lie in ``start .. stop - 1``."""
     first = start + (-start) % step
     return first, max(0, -(-(stop - first) // step))
+
+
+def kept_slices(first: int, count: int, step: int, ndim: int) -> tuple[slice, ...]:
+    """The index of ``count`` slow indices from ``first`` on, ``step`` apart, and of every ``step``-th cell along
+    the other ``ndim - 1`` axes."""
+    return (slice(first, first + step * count, step),) + (slice(None, None, step),) * (ndim - 1)
+
+
+def host_rows(mask: np.ndarray, part, start: int, stop: int, step: int):
+    """The cells of a host array of the whole lattice that the slab owning ``start .. stop - 1`` shows at
+    ``step``, copied to ``part``'s device (call inside ``part.use()``)."""
+    first, count = kept_range(start, stop, step)
+    return part.xp.asarray(np.ascontiguousarray(mask[kept_slices(first, count, step, mask.ndim)]))
+
+
+def whole_picture(slabs: "SlabbedPicture", sample):
+    """The Picture (sim/picture.py) of a split lattice: the palette, key and range of ``sample`` (a picture made
+    the way the slabs' are, of any shape), the shape and codes of ``slabs``."""
+    return dataclasses.replace(sample, xp=np, shape=tuple(slabs.shape), arrays=(), slabs=slabs)
 
 
 def reduced_shape(shape, step: int) -> tuple[int, ...]:

@@ -149,6 +149,35 @@ class SplitField:
         self.engine.step(n, dt, m, b, u, K, dx)
         self._field = None
 
+    def value_at(self, index) -> float:
+        """The field's value at cell ``index`` (slow axis first), read where its slab lives."""
+        index = tuple(int(i) for i in index)
+        engine = self.engine
+        owner = int(engine.layout.owner(index[0]))
+        slab = engine.layout.slabs[owner]
+        with self.parts[owner].use():
+            return float(engine.arrays[owner]["phi"][(index[0] - slab.offset,) + index[1:]].item())
+
+    def picture_slabs(self, picture_of, highlight=None):
+        """The split picture's slabs (sim/multidevice/picture.py): per part, ``picture_of(xp, values, mask)`` of
+        its owned cells of the field (a view of the kept ones, on its device) and of the rows of the host
+        ``highlight`` mask (or None), encoded where the slab lives."""
+        from latticelab.sim.multidevice.picture import PictureSlab, SlabbedPicture, host_rows, kept_range, kept_slices
+        engine = self.engine
+        mask = None if highlight is None else np.asarray(highlight, dtype=bool)
+
+        def maker(i, part, slab):
+            def picture(step):
+                first, count = kept_range(slab.start, slab.stop, step)
+                values = engine.arrays[i]["phi"][kept_slices(first - slab.offset, count, step, engine.dim)]
+                marks = None if mask is None else host_rows(mask, part, slab.start, slab.stop, step)
+                return picture_of(part.xp, values, marks)
+            return picture
+
+        return SlabbedPicture((engine.L,) * engine.dim, tuple(
+            PictureSlab(part, slab.start, slab.stop, maker(i, part, slab))
+            for i, (part, slab) in enumerate(zip(self.parts, engine.layout.slabs))))
+
     def finite(self) -> bool:
         """Whether every owned cell is finite (reduced on each device)."""
         ok = True

@@ -94,27 +94,22 @@ class SplitRun:
         to the part) and the ``rewired`` site mask (a host bool array of
         the lattice's shape, or None), reduced and encoded on the part's device (picture.py: ising_picture)."""
         from latticelab.sim.models.ising.picture import ising_picture
-        from latticelab.sim.multidevice.picture import PictureSlab, SlabbedPicture, kept_range
+        from latticelab.sim.multidevice.picture import PictureSlab, SlabbedPicture, host_rows
         engine = self.engine
         on_devices = isinstance(highlight, DeviceFlips)      # a stale one: the flip words now there
         host_highlight = None if highlight is None or on_devices else np.asarray(highlight, dtype=bool)
-
-        def rows_of(mask, part, slab, step):
-            first, count = kept_range(slab.start, slab.stop, step)
-            index = (slice(first, first + step * count, step),) + (slice(None, None, step),) * (mask.ndim - 1)
-            return part.xp.asarray(np.ascontiguousarray(mask[index]))
 
         def maker(i, part, slab):
             def picture(step):
                 spins, flips = engine.owned_cells(i, step, flips=on_devices)
                 if host_highlight is not None:
-                    flips = rows_of(host_highlight, part, slab, step)
+                    flips = host_rows(host_highlight, part, slab.start, slab.stop, step)
                 marks = None
                 if rewired is not None:
                     key = (id(rewired), i, step)
                     if key not in self._rewired_slabs:
                         self._rewired_slabs = {k: v for k, v in self._rewired_slabs.items() if k[0] == id(rewired)}
-                        self._rewired_slabs[key] = (rewired, rows_of(rewired, part, slab, step))
+                        self._rewired_slabs[key] = (rewired, host_rows(rewired, part, slab.start, slab.stop, step))
                     marks = self._rewired_slabs[key][1]
                 return ising_picture(part.xp, spins, flips, marks)
             return picture
