@@ -196,15 +196,16 @@ def _bytes(array):
 class MpiExchanger(Exchanger):
     """Moves between the processes of an MPI job, one part per process (see the module docstring). Every
     process is given the same moves in the same order; a move's index is its message tag, so the sends and
-    receives pair up whatever else is in flight."""
+    receives pair up whatever else is in flight. ``transport``: the job's unless named (the benchmark compares
+    them; every process must name the same)."""
 
     name = "mpi"
 
-    def __init__(self, parts: Sequence, job: Job):
+    def __init__(self, parts: Sequence, job: Job, transport: str | None = None):
         super().__init__(parts)
         self.job = job
         self.here = parts[job.rank]
-        self.transport = job.transport if self.here.cuda else "host"
+        self.transport = (transport or job.transport) if self.here.cuda else "host"
         self._comm = job.nccl_communicator(self.here.device) if self.transport == "nccl" else None
 
     def transfer(self, moves: Sequence[Move], overlap: bool = True) -> None:
