@@ -56,7 +56,9 @@ def _mpi_rate(cp, job, L: int, rows: int, transport: str, sweeps: int, repeats: 
         job.comm.Barrier()
         rates.append(engine.n_sites * sweeps / (time.perf_counter() - start) / 1e9)
     result = {"flips_per_ns": statistics.median(rates), "halo_depth": engine.depth}
-    _free(cp, engine)
+    engine.synchronize()
+    del engine, parts
+    cp.get_default_memory_pool().free_all_blocks()      # this process's device (the current one)
     return result
 
 
