@@ -40,23 +40,16 @@ def _mpi_rate(cp, job, L: int, rows: int, transport: str, sweeps: int, repeats: 
     parts = make_parts(cp, job.devices)
     engine = SlabMetropolis(parts, MpiExchanger(parts, job, transport), 2, L, None, rows=rows)
     engine.load_random(seed=1)
-    first = [0]
-
-    def work():
-        engine.sweeps(T_CRITICAL, 7, first[0], sweeps)
-        first[0] += sweeps
-        engine.synchronize()
-
-    work()
     rates = []
-    for _ in range(repeats):
+    for repetition in range(repeats + 1):       # the first one warms up
         job.comm.Barrier()
         start = time.perf_counter()
-        work()
+        engine.sweeps(T_CRITICAL, 7, repetition * sweeps, sweeps)
+        engine.synchronize()
         job.comm.Barrier()
-        rates.append(engine.n_sites * sweeps / (time.perf_counter() - start) / 1e9)
+        if repetition:
+            rates.append(engine.n_sites * sweeps / (time.perf_counter() - start) / 1e9)
     result = {"flips_per_ns": statistics.median(rates), "halo_depth": engine.depth}
-    engine.synchronize()
     del engine, parts
     cp.get_default_memory_pool().free_all_blocks()      # this process's device (the current one)
     return result
