@@ -175,12 +175,16 @@ class Job:
         if self._nccl is None:
             os.environ.setdefault("NCCL_NVLS_ENABLE", "0")   # never NVLink multicast: it can take a host's GPUs down
             from cupy.cuda import nccl
-            uid = np.zeros(128, dtype=np.int64)     # NCCL_UNIQUE_ID_BYTES, as CuPy's tuple of ints
+            # NCCL_UNIQUE_ID_BYTES (128) after a flag: CuPy gives the id as bytes (14) or a tuple of ints (13)
+            message = np.zeros(129, dtype=np.int64)
             if self.root:
-                uid[:] = nccl.get_unique_id()
-            self.comm.Bcast(uid, root=0)
+                uid = nccl.get_unique_id()
+                message[0] = isinstance(uid, bytes)
+                message[1:] = np.frombuffer(uid, dtype=np.uint8) if isinstance(uid, bytes) else uid
+            self.comm.Bcast(message, root=0)
+            uid = message[1:].astype(np.uint8).tobytes() if message[0] else tuple(int(v) for v in message[1:])
             with self.xp.cuda.Device(device):
-                self._nccl = nccl.NcclCommunicator(self.size, tuple(int(v) for v in uid), self.rank)
+                self._nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
         return self._nccl
 
     def abort(self, code: int) -> None:
