@@ -141,6 +141,11 @@ def join_job(backend: str = "auto") -> "Job":
                           "start at most one process per GPU (mpirun -n <GPUs>)")
         device = local_rank
         chosen.xp.cuda.Device(device).use()
+    else:
+        from latticelab.sim.gpu.emulate import compiler
+        if compiler() is None:
+            raise _refuse("on the CPU each process runs the CUDA kernels under the project's emulator, which needs "
+                          "a C++ compiler (g++, or $CXX); none was found")
     ids = np.empty(comm.Get_size(), dtype=np.int64)
     comm.Allgather(np.array([device], dtype=np.int64), ids)
     job = Job(MPI, comm, comm.Get_rank(), comm.Get_size(), chosen.xp if chosen.is_gpu else np,
