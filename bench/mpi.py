@@ -103,6 +103,7 @@ def main(args) -> int:
             "target": round(RATIO_TARGET * base, 1), "target_met": bool(value / base >= RATIO_TARGET),
             "details": {"lattice": f"{rows} x {L}", "processes": n, "sweeps": args.sweeps, "T": T_CRITICAL,
                         "p": 0.0, "best_transport": best, "job_transport": job.transport,
+                        "transports_not_usable_here": [t for t in TRANSPORTS if not usable[t]],
                         **{f"mpi_{k}": v for k, v in measured.items()}, "one_process": one,
                         "ratio_target": RATIO_TARGET}}
     return finish("mpi", device, [case], args, args.small)
