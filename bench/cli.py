@@ -31,6 +31,8 @@ BENCHMARKS = {
     "io": ("output", "the same Ising run with and without fields written to Zarr every N sweeps: the overhead"),
     "multigpu": ("multigpu", "one Ising lattice split over the GPUs of one host (slabs, halos) against one GPU: "
                  "weak and strong scaling"),
+    "mpi": ("mpi", "the weak-scaling Ising case with one MPI process per GPU against one process over the same GPUs "
+            "(start with mpirun -n 2)"),
     "responsiveness": ("responsiveness", "the window on the CPU while slow work runs (Swendsen-Wang at 2048^2, the "
                        "Spectrum dock at 3D 128^3): longest gaps between frames and event-loop iterations"),
 }

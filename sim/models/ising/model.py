@@ -444,13 +444,14 @@ class IsingModel(Model):
         self._phase = s["phase"] % len(self._schedule)
 
     @classmethod
-    def from_state(cls, params: IsingParams, arrays: dict, backend: str = "auto") -> "IsingModel":
+    def from_state(cls, params: IsingParams, arrays: dict, backend: str = "auto", devices=None) -> "IsingModel":
         """Rebuild from validated parameters and ``get_state()`` arrays; damaged arrays raise
-        ParameterError('state', ...). The constructor builds the model on the saved graph; the spins, the
-        random-stream position and the counters are then put back."""
+        ParameterError('state', ...). The constructor builds the model on the saved graph (split over
+        ``devices`` as the constructor's option); the spins, the random-stream position and the counters are then
+        put back."""
         from latticelab.sim.models.ising.state import validate_arrays
         s = validate_arrays(params, arrays)
-        model = cls(params, backend=backend, lattice=_saved_lattice(params, s))
+        model = cls(params, backend=backend, lattice=_saved_lattice(params, s), devices=devices)
         model._put_back(params, s)
         return model
 
