@@ -282,7 +282,8 @@ class Model(abc.ABC):
     @abc.abstractmethod
     def from_state(cls, params: ModelParams, arrays: dict, backend: str = "auto") -> "Model":
         """Rebuild from validated parameters and ``get_state()`` arrays; damaged arrays raise
-        ParameterError('state', ...)."""
+        ParameterError('state', ...). A model that ``splits_across_devices`` also takes ``devices=`` (its
+        constructor's option): a state saved by a split run loads into a one-device run and the reverse."""
 
 
 # ---- optional capabilities (small protocols; generic code tests for them with isinstance) ----------------

@@ -614,7 +614,7 @@ class CahnHilliardModel(Model):
             return scalar_picture(xp, values, -a, a, "coolwarm", mask, label="concentration phi",
                                   highlight_label="changed")
 
-        if self._split is not None:
+        if self._split is not None and self._split.all_local:
             from latticelab.sim.multidevice.picture import whole_picture
             cell = (1,) * self._params.dim
             sample = picture_of(np, np.zeros(cell, self.dtype), None if highlight is None else np.zeros(cell, bool))
@@ -635,11 +635,12 @@ class CahnHilliardModel(Model):
                 "prev_dt": np.float64(h.dt if h else 0.0)}
 
     @classmethod
-    def from_state(cls, params: CahnHilliardParams, arrays: dict, backend: str = "auto") -> "CahnHilliardModel":
+    def from_state(cls, params: CahnHilliardParams, arrays: dict, backend: str = "auto",
+                   devices=None) -> "CahnHilliardModel":
         """Rebuild from validated parameters and ``get_state()`` arrays (damaged arrays raise
-        ParameterError('state', ...)): the constructor builds the model, then field, clock and streams are put
-        back."""
-        model = cls(params, backend=backend)
+        ParameterError('state', ...)): the constructor builds the model (split over ``devices`` as the
+        constructor's option), then field, clock and streams are put back."""
+        model = cls(params, backend=backend, devices=devices)
         s = _validate_state(model, arrays)
         model._rng = StreamRNG(model.xp, params.seed, s["streams_used"])
         model.phi = model.xp.asarray(s["phi"])

@@ -412,9 +412,12 @@ class IsingModel(Model):
         """Spins with the highlight mask; with ``marks`` the rewired sites and links too. A split run's picture is
         made of its slabs, each encoded on its own device (split.py: SplitRun.picture_slabs)."""
         if self._split is not None:
-            rewired = self.rewired_site_mask() if marks else None
-            slabs = self._split.picture_slabs(highlight, rewired)
-            return split_ising_picture(slabs, highlight is not None, marks, self.graph.new_edges if marks else None)
+            if self._split.all_local:
+                rewired = self.rewired_site_mask() if marks else None
+                slabs = self._split.picture_slabs(highlight, rewired)
+                return split_ising_picture(slabs, highlight is not None, marks,
+                                           self.graph.new_edges if marks else None)
+            highlight = None if highlight is None else np.asarray(highlight, dtype=bool)   # an MPI job: gathered
         if not marks:
             return ising_picture(self.xp, self.spins, highlight)
         return ising_picture(self.xp, self.spins, highlight, self.rewired_site_mask(), self.graph.new_edges)
@@ -455,13 +458,14 @@ class IsingModel(Model):
         self._phase = s["phase"] % len(self._schedule)
 
     @classmethod
-    def from_state(cls, params: IsingParams, arrays: dict, backend: str = "auto") -> "IsingModel":
+    def from_state(cls, params: IsingParams, arrays: dict, backend: str = "auto", devices=None) -> "IsingModel":
         """Rebuild from validated parameters and ``get_state()`` arrays; damaged arrays raise
-        ParameterError('state', ...). The constructor builds the model on the saved graph; the spins, the
-        random-stream position and the counters are then put back."""
+        ParameterError('state', ...). The constructor builds the model on the saved graph (split over
+        ``devices`` as the constructor's option); the spins, the random-stream position and the counters are then
+        put back."""
         from latticelab.sim.models.ising.state import validate_arrays
         s = validate_arrays(params, arrays)
-        model = cls(params, backend=backend, lattice=_saved_lattice(params, s))
+        model = cls(params, backend=backend, lattice=_saved_lattice(params, s), devices=devices)
         model._put_back(params, s)
         return model
 

@@ -85,7 +85,14 @@ class SplitRun:
         """The flips as they are now in the devices' flip words, not copied anywhere (see DeviceFlips)."""
         return self._device_flips
 
+    @property
+    def all_local(self) -> bool:
+        """Whether this process runs every part (not so in an MPI job: the others' slabs are elsewhere)."""
+        return all(getattr(part, "local", True) for part in self.parts)
+
     def spin_at(self, index) -> int:
+        if not self.all_local:
+            return int(self.spins()[tuple(int(i) for i in index)])
         return self.engine.spin_at(index)
 
     def picture_slabs(self, highlight=None, rewired=None):
