@@ -97,6 +97,7 @@ class Recording(QtCore.QObject):
         super().__init__(window)
         self.window = window
         self.recorder: FrameRecorder | None = None
+        self._scripted = False        # run_steps: every due frame is kept (waits for the encoder, never drops)
         self.finishing: list[FrameRecorder] = []     # stopped, writer still encoding what was queued
         self.last_result = None                      # the RecordingResult of the last finished recording
         self.fps, self.every = 25.0, 1
@@ -319,6 +320,8 @@ class Recording(QtCore.QObject):
             self.stop()
             return
         step = self.window.model.step_count
+        if self._scripted and not recorder.has_room():
+            return                    # a scripted movie keeps every frame: this one is taken when there is room
         if recorder.due(step):
             recorder.add(self.window.capture("view"), step)
             self._show_count()
@@ -328,8 +331,15 @@ class Recording(QtCore.QObject):
         frame loop in pieces of ``every`` steps and take a frame after each piece, so the movie has exactly one
         frame per ``every`` steps (plus the first) whatever the steps per frame; then call ``then``."""
         every = self.recorder.every if self.recorder is not None else max(n, 1)
+        self._scripted = True
 
         def piece(remaining: int) -> None:
+            recorder = self.recorder
+            if recorder is not None and not recorder.has_room():
+                # the encoder is behind: a scripted movie must hold every frame, so wait for it (the event
+                # loop keeps running) instead of dropping this one
+                QtCore.QTimer.singleShot(10, lambda: piece(remaining))
+                return
             self.poll()
             if remaining <= 0:
                 if then is not None:
@@ -352,6 +362,7 @@ class Recording(QtCore.QObject):
         """Stop recording. The writer finishes the queued frames on its thread and the file is moved into place
         when it is done (``wait``: here and now, returning the RecordingResult; else reported later)."""
         recorder, self.recorder = self.recorder, None
+        self._scripted = False
         self._poll.stop()
         self.label.hide()
         self.record_action.setEnabled(True)

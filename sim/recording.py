@@ -197,6 +197,11 @@ class FrameRecorder:
         self.accepted += 1
         return True
 
+    def has_room(self) -> bool:
+        """Whether ``add`` would queue a frame now without dropping or waiting (a closed or failed recorder
+        has room: ``add`` returns at once)."""
+        return self._closed or self.error is not None or not self._queue.full()
+
     @property
     def recording(self) -> bool:
         return not self._closed

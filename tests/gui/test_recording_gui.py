@@ -23,7 +23,7 @@ def run_recorded(qtbot, window, steps: int) -> None:
     qtbot.waitUntil(lambda: bool(done), timeout=60000)
 
 
-def test_png_recording_with_the_rec_indicator_and_plot_exports(make_window, qtbot, tmp_path):
+def test_png_recording_with_the_rec_indicator_and_plot_exports(make_window, qtbot, tmp_path, monkeypatch):
     import imageio.v3 as iio
     out = tmp_path / "out"
     out.mkdir()
@@ -74,6 +74,19 @@ def test_png_recording_with_the_rec_indicator_and_plot_exports(make_window, qtbo
     width, height = window.plot_canvas.size
     assert png.shape[0] >= height and png.shape[1] >= width        # the canvas at its (device) pixel size
     assert len(np.unique(png.reshape(-1, png.shape[2]), axis=0)) > 10   # curves and text, not a blank canvas
+
+    # a scripted recording keeps every frame when the encoder falls behind: it waits for room, never drops
+    import time
+
+    from latticelab.sim import recording as sim_recording
+    fit = sim_recording.fit
+    monkeypatch.setattr(sim_recording, "fit", lambda *a: (time.sleep(0.3), fit(*a))[1])    # a slow writer
+    assert rec.start(out / "slow", fps=10, every=1, confirm=False)
+    rec.recorder._queue.maxsize = 1               # room for one frame: nearly every frame finds the writer busy
+    run_recorded(qtbot, window, 12)
+    result = rec.stop(wait=True)
+    assert (result.frames, result.dropped) == (13, 0)             # steps 6 .. 18
+    assert len(list((out / "slow").iterdir())) == 13
 
 
 def test_mp4_recording_takes_a_free_name_and_finishes_off_the_gui_thread(make_window, qtbot, tmp_path):
