@@ -433,7 +433,7 @@ def main_field(model) -> tuple[str, object]:
     return name, array
 
 
-# ---- what a model adds to a headless run (``latticelab run <model>``, app/cli.py) --------------------------
+# ---- what a model adds to a headless run (``latticelab run <model>``, sim/headless.py) ---------------------
 @dataclass(frozen=True)
 class RunOption:
     """An extra option of ``latticelab run <model>``: ``name`` "pfhub_out" is the option --pfhub-out. ``output``:
