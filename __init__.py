@@ -20,5 +20,5 @@ def open(model: str = "ising", backend: str = "auto", **params):   # noqa: A001 
     """A simulation of a registered model for notebooks and scripts: ``sim = latticelab.open("ising", L=1024)``,
     then ``sim.run(1000)``, ``sim.to_xarray()``, ``sim.show()`` (docs/notebooks.md). The GUI libraries load only
     when ``show`` or ``plots`` is called."""
-    from latticelab.render.notebook import open as open_notebook_simulation   # the GUI libraries: when called
-    return open_notebook_simulation(model, backend, **params)
+    from latticelab.render.notebook import open as open_simulation   # here: `import latticelab` stays light
+    return open_simulation(model, backend, **params)
