@@ -13,13 +13,12 @@ repository root to ``latticelab``), so an installed latticelab never clashes wit
 ``latticelab.__main__`` is the composition root that joins the application's commands and the benchmarks
 into the ``latticelab`` command.
 """
-__version__ = "0.2.0"
+from latticelab.version import __version__  # noqa: F401  (latticelab.__version__)
 
 
 def open(model: str = "ising", backend: str = "auto", **params):   # noqa: A001 (the notebook API's verb)
     """A simulation of a registered model for notebooks and scripts: ``sim = latticelab.open("ising", L=1024)``,
     then ``sim.run(1000)``, ``sim.to_xarray()``, ``sim.show()`` (docs/notebooks.md). The GUI libraries load only
     when ``show`` or ``plots`` is called."""
-    # by name, when called: the subpackages import this module (for __version__), so it imports none of them
-    import importlib
-    return importlib.import_module("latticelab.render.notebook").open(model, backend, **params)
+    from latticelab.render.notebook import open as open_simulation   # here: `import latticelab` stays light
+    return open_simulation(model, backend, **params)

@@ -1,1 +1,1 @@
-"""Qt application: windows, widgets and the command line (app.cli)."""
+"""Qt application: windows, widgets and the command line (app/commands)."""

@@ -1,6 +1,4 @@
-"""``latticelab gui``: opens the desktop application, or makes figures from a script.
-
-    latticelab gui --model ising --dim 3 --L 64 --T 4.0 --steps 200 --screenshot out.png --quit
+"""The window of ``latticelab gui`` (its options: app/commands/gui.py) opened, or figures made from a script.
 
 The model is --model, else the last session's, else the first registered. Its parameters not given on the
 command line come from the last session (QSettings), else from the model's defaults (for the Ising model: 2D,
@@ -9,73 +7,12 @@ settings unless --settings names a file, so a figure depends only on its command
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import sys
 from pathlib import Path
 
 log = logging.getLogger(__name__)
-
-SCREENSHOT_KINDS = ("view", "cells", "window")
-
-
-def add_arguments(parser: argparse.ArgumentParser, models: dict) -> None:
-    from latticelab.app.cli import BACKENDS
-    parser.add_argument("--model", choices=tuple(models), default=None,
-                        help="the model to open (default: the last session's)")
-    parser.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
-    parser.add_argument("--devices", default=None, metavar="IDS",
-                        help="the GPUs to split one run over, 'all' or ids like 0,1 (default: one device), for the "
-                             "models that split (" + ", ".join(n for n, c in models.items() if c.splits_across_devices)
-                             + "; 'latticelab run <model> --help' says what splits); the others run on one device")
-    _add_parameters_by_model(parser, models)
-    s = parser.add_argument_group("running and figures")
-    s.add_argument("--steps", type=int, default=None, help="run this many steps, then pause (with --quit: default 0)")
-    s.add_argument("--steps-per-frame", type=int, default=None,
-                   help="at most this many steps per frame; 0: auto, as many as fit in a frame (the default on a "
-                        "CUDA device; 1 on the CPU)")
-    s.add_argument("--screenshot", metavar="PATH", default=None,
-                   help="after --steps, write a PNG here (an existing file is kept: a free name is chosen)")
-    s.add_argument("--screenshot-what", choices=SCREENSHOT_KINDS, default="view",
-                   help="view: the canvas as shown; cells: one pixel per cell (3D unfolded); window: the whole window")
-    s.add_argument("--peel", type=int, default=None, help="3D: layers removed from the top of the cube")
-    s.add_argument("--unfold", action="store_true", help="3D: show the layers as a zigzag grid")
-    s.add_argument("--show-links", action="store_true", help="show the model's marks (Ising: rewired sites and links)")
-    s.add_argument("--no-highlight", action="store_true", help="do not highlight the cells changed in the last step")
-    s.add_argument("--window-size", default=None, metavar="WxH", help="window size in pixels, e.g. 1400x860")
-    s.add_argument("--quit", action="store_true", help="exit when the steps (and screenshot) are done")
-    s.add_argument("--settings", metavar="FILE", default=None, help="keep preferences in this .ini file")
-    from latticelab.app.cli import add_record_options
-    add_record_options(parser.add_argument_group("movie of the view (as File > Record movie...; with --steps: "
-                                                 "exactly one frame every N steps)"),
-                       existing="an existing file is kept: a free name is chosen")
-
-
-def _add_parameters_by_model(parser: argparse.ArgumentParser, models: dict) -> None:
-    """The models' parameters as options, a group per model (each in its schema's order, with that model's own
-    help and range); a parameter of several models (L, seed, dim) is listed once, in a group of its own, naming
-    the models and without any one model's default or range."""
-    from latticelab.app.cli import _typed, add_parameter_options, option_name
-    owners: dict[str, list] = {}
-    for cls in models.values():
-        for name, info in cls.Params.fields().items():
-            if info.get("cli", True):
-                owners.setdefault(name, []).append(cls)
-    shared = [name for name, classes in owners.items() if len(classes) > 1]
-    group = parser.add_argument_group("parameters of several models (default: the last session's values, else "
-                                      "the model's defaults; see 'latticelab run MODEL --help' for each one's "
-                                      "range)")
-    for name in shared:
-        first = owners[name][0].Params.fields()[name]
-        unit = f" [{first['unit']}]" if first.get("unit") else ""
-        group.add_argument(option_name(name), dest=name, type=_typed(first["type"]), default=None,
-                           metavar=name.upper() if len(name) > 1 else name,
-                           help=f"{first['label']}{unit} (a parameter of {', '.join(c.name for c in owners[name])})")
-    for cls in models.values():
-        own = [name for name in cls.Params.fields() if name in owners and name not in shared]
-        if own:
-            add_parameter_options(parser, [cls.Params], f"{cls.title} (--model {cls.name})", only=own)
 
 
 def _check_screenshot_path(path: str) -> None:
@@ -116,7 +53,7 @@ def resolve_model(args, prefs) -> str:
 def resolve_parameters(args, prefs, gpu: bool, model: str | None = None):
     """The model's parameters: command line first, then the stored preferences (of the variant the command
     line asks for, e.g. the Ising dimension), then the model's defaults."""
-    from latticelab.app.cli import check_foreign_options, given_parameters
+    from latticelab.app.commands.options import check_foreign_options, given_parameters
     from latticelab.app.settings import variant_key
     from latticelab.sim.models import all_models, get_model
 
@@ -148,7 +85,7 @@ def run_gui(args) -> int:
         raise ParameterError("steps-per-frame", f"must be 0 (auto: as many as fit in a frame) or 1 .. "
                                                 f"{MAX_STEPS_PER_FRAME}; got {args.steps_per_frame}")
     if args.record:
-        from latticelab.app.cli import check_record_options
+        from latticelab.app.commands.options import check_record_options
         check_record_options(args)
     gpu = select_backend(args.backend).is_gpu   # BackendError for an unusable --backend cuda
     from latticelab.app.qt_compat import prepare_gl_before_app
@@ -174,7 +111,7 @@ def run_gui(args) -> int:
         window = MainWindow(model, params, prefs, interactive=not args.quit, backend=args.backend,
                             devices=args.devices)
     except (ParameterError, MemoryError) as exc:
-        from latticelab.app.cli import given_parameters
+        from latticelab.app.commands.options import given_parameters
         from latticelab.sim.models import get_model
         given = given_parameters(args, get_model(model).Params)
         if prefs.store is None or (isinstance(exc, ParameterError) and exc.parameter in given):

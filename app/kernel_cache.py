@@ -8,15 +8,15 @@ calls (the view's texture write) waited: the first switch to it stalled the wind
 (docs/design/window-gpu.md). A separate process shares no CUDA context with the window, so compiling there
 stalls nothing; the window's later builds find the kernels on disk.
 
-``latticelab prepare-gpu`` builds each registered model in each of its variants (``variant_fields``, e.g. the
-dimension) with its GPU defaults and runs a frame's work once (app/preparing.py ``build_model``), in the
-foreground. The window starts it in the background (``start_in_background``) when this installation has not
-done it yet for this GPU: a marker in the kernel cache, named after the kernel sources, CuPy and the device,
-says it was done; a second file says a preparation is running, so that several windows start one.
+``latticelab prepare-gpu`` (app/commands/prepare_gpu.py) builds each registered model in each of its variants
+(``variant_fields``, e.g. the dimension) with its GPU defaults and runs a frame's work once (app/preparing.py
+``build_model``), in the foreground. The window starts it in the background (``start_in_background``) when
+this installation has not done it yet for this GPU: a marker in the kernel cache, named after the kernel
+sources, CuPy and the device, says it was done; a second file says a preparation is running, so that several
+windows start one.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import logging
 import os
@@ -132,25 +132,3 @@ def start_in_background(identity: str, folder: Path | None = None, spawn=None) -
 def _spawn_detached(command: list[str]) -> None:
     subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      start_new_session=True, close_fds=True)
-
-
-def add_command(sub, parser_class) -> None:
-    p = sub.add_parser("prepare-gpu", help="compile every model's GPU kernels now (the window otherwise does it "
-                                           "in the background once per installation and GPU)")
-    p.add_argument("--marker", default=None, help=argparse.SUPPRESS)    # the window's background run
-    p.set_defaults(handler=run_command)
-
-
-def run_command(args) -> int:
-    from latticelab.sim.backend import select_backend
-    xp = select_backend("cuda").xp             # BackendError (exit 2, its message) without a usable GPU
-    marker = Path(args.marker) if args.marker else marker_path(device_identity(xp))
-    running = running_path(marker)
-    try:
-        failed = prepare()
-        if not failed:
-            from latticelab.sim.io import write_atomic
-            write_atomic(marker, lambda f: f.write(time.strftime("%Y-%m-%dT%H:%M:%S\n").encode()), overwrite=True)
-        return 1 if failed else 0
-    finally:
-        running.unlink(missing_ok=True)

@@ -1,17 +1,17 @@
-"""A dock with the spectral views (thesis 003, section 7.4): the FFT magnitude of the running model's main
-field (the first of ``model.fields()``) -- a greyscale image in 2D, iso-surfaces with an iso slider in 3D --
-its spherical mean, the cluster-size histogram of models that have clusters (sim/model.py: HasClusters),
-averaging over steps, and CSV/NPZ export.
+"""A dock with the spectral views (thesis 003, section 7.4) of the models that have a main field (the first of
+``model.fields()``): its FFT magnitude -- a greyscale image in 2D, iso-surfaces with an iso slider in 3D
+(app/spectral_iso.py) -- its spherical mean, the cluster-size histogram of models that have clusters
+(sim/model.py: HasClusters), averaging over steps, and CSV/NPZ/VTU export (app/spectral_export.py).
 
-The panel pulls from the window's model on its own timer (a few times a second, only while visible), so
-the window needs one line to add it: ``spectral_panel.install(window)``. It notices on its own when the
-model or its parameters change, restarts the average and redraws.
+A capability dock (app/analysis_dock.py ``CapabilityDock``): shown for a model with a main field, hidden for one
+without. It pulls from the window's model on its own timer (a few times a second, only while on screen), notices
+on its own when the model or its parameters change, restarts the average and redraws.
 
-The work runs off the GUI thread (a 3D L=128 Ising update took 1.75 s, most of it cluster labelling): on the
-GUI thread the panel only copies the state (``frozen_copy``: the model's field arrays copied where they live, the
-rest shared; and for cluster sizes of a NumPy model its save/resume state), then a worker thread runs the job
-(``compute``: the spectrum, its spherical mean, the image or iso-surface mesh and the cluster histogram), and a
-queued signal brings the result back to the GUI thread, which only draws it. For a NumPy model the worker thread
+The work runs off the GUI thread (a 3D L=128 Ising update took 1.75 s, most of it cluster labelling): on the GUI
+thread the dock only copies the state (``frozen_copy``: the model's field arrays copied where they live, the rest
+shared; and for cluster sizes of a NumPy model its save/resume state), then its ``Background`` worker
+(app/background.py) runs the job (``compute``: the spectrum, its spherical mean, the image or iso-surface mesh and
+the cluster histogram) and delivers the result on the GUI thread, which only draws it. For a NumPy model the worker
 hands the job to a worker process (app/spectral_jobs.py), because cluster labelling and marching cubes hold
 Python's GIL for up to 0.3 s each and would stall the event loop from a thread (issue 16). One job at most is in
 flight; while one runs the timer's ticks are skipped and the status bar says "computing spectrum...". The
@@ -19,46 +19,32 @@ accumulator of the average is replaced, never changed in place, so an export on 
 half-added spectrum, and a result computed for an older model, parameters or average is dropped. ``refresh()``
 (scripts, tests) runs the same job and waits for it.
 
-Drawing stays cheap on a software OpenGL renderer (Mesa llvmpipe, no GPU): there the 3D mesh is kept under
-``SOFTWARE_GL_FACES`` faces (render/isosurface.py ``display_mesh``: a block-maximum reduction of the spectrum,
-said in the view's caption), and a new iso value of a large spectrum is meshed by the worker process too, not
-on the GUI thread.
-
-No frame may wait long for the dock either (issue 16: 50 ms). So a result is shown a piece per draw of the canvas
-(``UPDATE_PIECES``: the spectrum view, the spherical mean, the histogram, the caption, each followed by a draw):
-each draw then lays out and uploads only one plot's new ticks and lines, and a piece that would change nothing
-(the same caption, the same axes) changes nothing. And before the dock is first shown -- and again when the model
-changes between 2D and 3D while it is hidden -- it is prepared a step per tick of a timer (``_prepare_steps``;
-not while the window changes model, ``hold_preparation``):
-the glyphs of its text rendered (each new glyph costs milliseconds on the CPU), the view for
-the model's dimension made, and each visual drawn once offscreen so its shaders are compiled, as the analysis
-docks do (app/analysis_dock.py ``_warm_steps``). Shown before that view was made (soon after a change of
-dimension), the dock makes it a step per frame while its first spectrum computes (``_begin_dimension``).
+A result is shown a piece per draw (app/spectral_pieces.py), and the hidden dock is prepared for its first show a
+step per tick (app/spectral_preparing.py). Drawing stays cheap on a software OpenGL renderer (Mesa llvmpipe, no
+GPU): there the 3D mesh is kept under ``SOFTWARE_GL_FACES`` faces and drawn a slice at a time.
 """
 from __future__ import annotations
 
 import collections
 import logging
-import time
-from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 from vispy import scene
 
-from latticelab.app.analysis_dock import info_label, make_canvas, on_screen, sized_steps
-from latticelab.app.dialogs import ask_save_path, choose_output
-from latticelab.app.spectral_jobs import SpectrumJob, SpectrumResult, compute, frozen_copy, remesh
-from latticelab.app.staging import another_step_fits
+from latticelab.app.analysis_dock import CapabilityDock, info_label, install_dock, make_canvas
 from latticelab.app.background import Background, Task
-from latticelab.app.stepping import ModelAccess
+from latticelab.app.dock_host import RIGHT, DockHost
+from latticelab.app.spectral_export import EXPORTS, SpectrumExports
+from latticelab.app.spectral_iso import ISO_STEPS, IsoSurfaceMeshing
+from latticelab.app.spectral_jobs import SpectrumJob, compute, frozen_copy
+from latticelab.app.spectral_pieces import SpectrumPieces
+from latticelab.app.spectral_preparing import PREPARE_MS, HiddenPreparation
 from latticelab.render.gl_renderer import current_is_software
 from latticelab.render.isosurface import SpectrumIsoView
-from latticelab.render.plots import glyph_steps, one_font_manager, warm_up_steps, with_font_manager
-from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot, SpectrumImageView
+from latticelab.render.spectral import TEXT, ClusterHistogramPlot, SphericalMeanPlot
 from latticelab.sim.analysis import spectral
-from latticelab.sim.model import HasClusters, main_field
+from latticelab.sim.model import HasClusters
 from latticelab.sim.state import state_of
 
 log = logging.getLogger(__name__)
@@ -67,53 +53,23 @@ REFRESH_MS = 300
 BUSY_TEXT = "computing spectrum..."
 BUSY_AFTER_MS = 200              # say so only for jobs that last longer than this (no flicker for quick ones)
 CPU_CLUSTER_LIMIT = 1 << 21      # sites: above this, cluster sizes on the CPU are left to the user to ask
-ISO_STEPS = 1000
 SOFTWARE_GL_FACES = 20_000       # a software renderer's mesh budget (some 60 ms a draw with Mesa llvmpipe, 2 cores)
 STAGE_FACES = 4_000              # faces drawn a slice there (about 2.7 us a face: 11 ms), render/isosurface.py
-SYNC_REMESH_CELLS = 1 << 16      # volumes up to 40^3 are meshed at once on a new iso value; larger ones by a worker
-PREPARE_MS = 40                  # the hidden dock's preparation: a step per tick of a timer this often
-VIEW_STEP_MS = 30               # between two steps making the shown dock's view for a new dimension (a frame)
-PREPARE_SLICE_S = 0.008          # a tick's budget of steps (at least one; app/staging.py another_step_fits)
-UPDATE_PIECES = ("view", "mean", "histogram", "caption")
 USE_PROCESS = True               # jobs of NumPy models in the worker process (False: on the worker thread)
-FOLDER_KEY = "folders/export"    # the window's remembered export folder, shared with screenshots
-EXPORTS = {  # kind: (file dialog filter, suffix, button text)
-    "npz": ("Spectrum and spherical mean (*.npz)", ".npz", "Save NPZ…"),
-    "spherical-csv": ("Spherical mean (*.csv)", ".csv", "Save mean CSV…"),
-    "spectrum-csv": ("Spectrum, one row per mode (*.csv)", ".csv", "Save spectrum CSV…"),
-    "iso-vtu": ("Iso-surface of a 3D spectrum for ParaView (*.vtu)", ".vtu", "Save iso-surface…"),
-}
 
 
-def _iso_caption(field_name: str, view) -> str:
-    """What the 3D view shows, short enough for the narrow cell under it."""
-    if view.edge_length is None:
-        return f"|FFT| of {field_name}: no surface at iso {view.iso:.3f}"
-    reduced = f", 1/{view.factor} res." if getattr(view, "factor", 1) > 1 else ""
-    return f"|FFT| of {field_name}, box edge {view.edge_length:g}/L{reduced}"
+class SpectralPanel(SpectrumPieces, HiddenPreparation, IsoSurfaceMeshing, SpectrumExports, CapabilityDock):
+    """Spectral views of the window's model (its main field)."""
+    WHAT = "spectrum"
 
-
-class SpectralPanel(QtWidgets.QDockWidget):
-    """Spectral views of ``model_source()`` (any model: its main field)."""
-
-    def __init__(self, model_source: Callable[[], object], parent=None, prefs=None, interactive: bool = True,
-                 refresh_ms: int = REFRESH_MS, access: ModelAccess | None = None, status_bar=None):
-        """``access``: whether the window's stepping worker writes the model's arrays (no copy is taken then,
-        and the request is made again right after its batch); ``status_bar``: a QStatusBar told while a job
-        takes long."""
-        super().__init__("Spectrum", parent, objectName="spectral_dock")
-        self.model_source = model_source
-        self.prefs = prefs
-        self.interactive = interactive
-        self.access = access or ModelAccess()
-        self.busy = self.access.busy
-        self.status_bar = status_bar
+    def __init__(self, window: DockHost, refresh_ms: int = REFRESH_MS):
+        super().__init__("Spectrum", "spectral_dock", window)
+        self.prefs = window.prefs
+        self.interactive = window.interactive
+        self.status_bar = window.statusBar()    # told while a job takes long
         self.accumulator = spectral.SpectrumAccumulator()
         self.magnitude = None
-        self.last_record = None
-        self.last_error = ""
         self.jobs_started = 0
-        self._identity = None
         self._shown_step = None
         self._spectrum_view = None
         self._field_name = "field"
@@ -133,21 +89,23 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self._piece_draw = -1         # the draw count when the last piece was shown
         self._piece_queued = False
         self._prepare_iter = None     # the steps preparing the hidden dock, while some are left
-        # the host window says when that preparation is to wait (a model change under way: MainWindow.settling)
-        self.hold_preparation: Callable[[], bool] = lambda: False
         self.prepared_steps = collections.deque(maxlen=256)   # what they did, for tests and benchmarks
-        with one_font_manager() as fonts:
-            self._fonts = fonts       # every text of the canvas shares it: each glyph is rendered once
-            self._build()
+        # its body, every text of the canvas through one font manager (each glyph rendered once); a job requested
+        # each time the dock is shown; no refresh timer of the base class: ``refresh`` here waits for its job
+        self._start(refresh_ms=None, when_shown=lambda: self.request(force=True))
         self.canvas.events.draw.connect(self._learn_renderer, position="first")
-        self.canvas.events.draw.connect(self._drawn, position="last")
-        self.visibilityChanged.connect(self._visibility_changed)
+        self.canvas.events.draw.connect(self._after_draw, position="last")
         self.timer = QtCore.QTimer(self, interval=refresh_ms)
         self.timer.timeout.connect(lambda: self.request())
         self.timer.start()
         self.prepare_timer = QtCore.QTimer(self, interval=PREPARE_MS)
         self.prepare_timer.timeout.connect(self._prepare_tick)
         self.prepare_timer.start()
+
+    def busy(self) -> bool:
+        """Whether the window's stepping worker writes the model's arrays now (no copy is taken then, and the
+        request is made again right after its batch)."""
+        return self.access.busy()
 
     # ==== construction ==========================================================================
     def _build(self) -> None:
@@ -241,13 +199,6 @@ class SpectralPanel(QtWidgets.QDockWidget):
         return None if self.software_gl is False else STAGE_FACES
 
     # ==== model tracking ========================================================================
-    def _model(self):
-        try:
-            return self.model_source()
-        except Exception as exc:  # the window may be rebuilding its model
-            log.debug("no model: %s", exc)
-            return None
-
     @staticmethod
     def identity(model) -> tuple:
         """What, when changed, makes earlier spectra incomparable (restarts the average)."""
@@ -259,13 +210,6 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.request(force=True)
 
     # ==== updates ===============================================================================
-    def on_screen(self) -> bool:
-        return on_screen(self)        # (app/analysis_dock.py: a tab behind another is "visible", seen nowhere)
-
-    def _visibility_changed(self, visible: bool) -> None:
-        if visible:
-            QtCore.QTimer.singleShot(0, lambda: self.request(force=True))
-
     @property
     def computing(self) -> bool:
         """Whether a job is in flight."""
@@ -273,13 +217,14 @@ class SpectralPanel(QtWidgets.QDockWidget):
 
     def request(self, force: bool = False) -> bool:
         """Start a job when the model moved on (or when forced) and the panel is on screen; never more than one
-        in flight, never waiting: the GUI thread only copies the state. Returns whether a job started."""
+        in flight, never waiting: the GUI thread only copies the state. Returns whether a job started. Shows or
+        hides the dock first, with what the model has (``_set_available``)."""
         if self._job is not None:
             return False
         job = self._make_job(force)
         if job is None:
             return False
-        self._start(job)
+        self._start_job(job)
         return True
 
     def refresh(self, force: bool = False) -> bool:
@@ -290,7 +235,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
         job = self._make_job(force)
         if job is None:
             return False
-        task = self._start(job)
+        task = self._start_job(job)
         return self._finish(job, task, at_once=True)
 
     def _offer_what_applies(self, model) -> None:
@@ -301,13 +246,14 @@ class SpectralPanel(QtWidgets.QDockWidget):
 
     def _make_job(self, force: bool) -> SpectrumJob | None:
         """On the GUI thread: copy what the worker needs, or None when there is nothing to do."""
-        if not self.on_screen():
+        model = self._model()
+        if model is None:
+            return None
+        self._set_available(model)
+        if not self.available or not self.on_screen():
             return None
         if self.busy():
             self.access.retry(lambda: self._job is None and self.request(force))
-            return None
-        model = self._model()
-        if model is None:
             return None
         self._offer_what_applies(model)
         identity = self.identity(model)
@@ -347,7 +293,7 @@ class SpectralPanel(QtWidgets.QDockWidget):
                            max_faces=self.max_faces() if len(model.shape) == 3 else None, state=state,
                            elsewhere=elsewhere)
 
-    def _start(self, job: SpectrumJob):
+    def _start_job(self, job: SpectrumJob):
         self._job = job
         self.jobs_started += 1
         self._task = self.background.run(lambda task: compute(job),
@@ -391,324 +337,42 @@ class SpectralPanel(QtWidgets.QDockWidget):
         self.last_error = text
         self.info.setText(text)
 
-    def _begin_dimension(self, ndim: int) -> None:
-        """Make the spectrum view for ``ndim`` a step per tick of the event loop, while the first job computes on
-        the worker (made at once, each step took 20-50 ms of one frame on llvmpipe when the dock was shown soon
-        after a change of dimension). Showing a result finishes what is left (``_show_view``)."""
-        self._prepare_iter = None     # a hidden preparation left unfinished: these steps take over
-        self._view_steps = with_font_manager(self._dimension_steps(ndim), self._fonts)
-        # the first step too in a pass of the event loop of its own: called from the frame loop's request, it had
-        # added 13-26 ms to that frame's tick, right before the window's paint (bench responsiveness, traced)
-        QtCore.QTimer.singleShot(0, self, self._view_step)
+    # ==== what the dock shares with the other capability docks ========================================
+    def applies_to(self, model_class) -> bool:
+        """A model with fields: the spectrum is of its main field (sim/model.py ``main_field``)."""
+        return callable(getattr(model_class, "fields", None))
 
-    def _view_step(self) -> None:
-        """One step of making the view; the next one after a frame."""
-        if self._view_steps is None:
+    def _set_available(self, model) -> None:
+        available = self.applies_to(type(model))
+        if available and not self.available and self.isVisible():
+            # shown already (by a restored layout, a script or the user): nothing to place, the plots are made
+            self.available = True
+            self._plots()
             return
-        try:
-            next(self._view_steps)
-        except StopIteration:
-            self._view_steps = None
-            return
-        QtCore.QTimer.singleShot(VIEW_STEP_MS, self._view_step)
+        self._show_for(available)
 
-    def _finish_view(self) -> None:
-        """The steps left making the view, at once (a result to be shown all at once)."""
-        while self._view_steps is not None:
-            self._view_step()
+    def _plot_steps(self):
+        """The canvas and its plots are made with the dock (``_build``); the view for the model's dimension by the
+        hidden dock's preparation (``_prepare_steps``) or while its first job computes (``_begin_dimension``)."""
+        yield "made with the dock"
 
-    def _dimension_steps(self, ndim: int):
-        """Make the spectrum view for ``ndim`` in steps (its ViewBox, then its visuals: 10-25 ms each on llvmpipe;
-        the 3D view's a visual a step), so that they can be taken in separate slices."""
-        view = self._spectrum_view
-        if view is not None and self._spectrum_ndim == ndim and view.view is self.main_cell:
-            return
-        if view is None or view.view is self.main_cell:
-            # a fresh ViewBox for the new kind of view (image or 3D), in the same grid cell; until the view is
-            # made in it, the old view (no longer drawn) takes what may come for it. (The first view too: made in
-            # the cell the canvas was built with, its mesh's first paint request was lost in a GUI test -- the
-            # canvas was never painted again.)
-            self.grid.remove_widget(self.main_cell)
-            self.canvas.remove_region(self.main_cell)
-            self.main_cell.parent = None
-            self._add_main_cell()
-            yield "view box"
-        # else the cell is still empty (made by the steps of a preparation left unfinished)
-        if ndim == 2:
-            with one_font_manager(self._fonts):
-                view = SpectrumImageView(self.main_cell)
-        else:   # its visuals a step each (26-37 ms together on llvmpipe's host)
-            view = yield from with_font_manager(SpectrumIsoView.in_steps(
-                self.main_cell, max_faces=self.max_faces(), stage_faces=self.stage_faces()), self._fonts)
-        self._spectrum_view = view
-        self._spectrum_ndim = ndim
-        self.iso_slider.setEnabled(ndim == 3)
-        if ndim == 3:
-            self._spectrum_view.iso = self.iso_value()
-            # its label lives in the 3D scene and is drawn over the plots beside it: the caption says it instead
-            self._spectrum_view.label.visible = False
+    def _warm_steps(self):
+        """None here: the hidden dock's preparation draws each visual once offscreen when the canvas has a GL
+        context (``_prepare_steps``), and makes none for it."""
+        return iter(())
 
-    def _show(self, job: SpectrumJob, result: SpectrumResult, at_once: bool = False) -> None:
-        """Take a result (GUI thread): its numbers now, its pictures a piece per draw of the canvas (all now with
-        ``at_once``, or when the dock is not on screen). Pieces of an earlier result not shown yet are replaced."""
-        self.accumulator = result.accumulator
-        self._field_name = job.field_name
-        shown = result.accumulator.mean if job.average else None
-        self.magnitude = shown if shown is not None else self.accumulator.mean
-        self.last_error = ""
-        self._set_info(f"{job.field_name}, step {job.step} | {job.live} | averaged over "
-                       f"{self.accumulator.count} | {1e3 * result.seconds:.0f} ms{result.clusters_text}")
-        self._pending = {"view": lambda: self._show_view(job, result),
-                         "mean": lambda: self.mean_plot.set_data(result.spherical),
-                         "histogram": ((lambda: self.hist_plot.set_data(*result.histogram[:3],
-                                                                         labels=result.histogram[3]))
-                                       if result.histogram is not None else None),
-                         "caption": lambda: self._set_caption(self._caption_for(job, result))}
-        self._pending = {k: v for k, v in self._pending.items() if v is not None}
-        if at_once or not self.on_screen():
-            while self._pending:
-                self._next_piece()
-        else:
-            self._next_piece()
+    def _draw_now(self) -> None:
+        """The canvas shown after the dock (``_canvas_after_dock``): a job for it (never waited for here)."""
+        self.request(force=True)
 
-    def _next_piece(self) -> None:
-        """Show the next piece of the last result and ask for a draw; the draw's end asks for the one after."""
-        if not self._pending:
-            return
-        name = next(iter(self._pending))
-        show = self._pending.pop(name)
-        try:
-            show()
-        except Exception as exc:    # keep the window running; say what went wrong
-            self._report(f"spectrum {name} failed: {type(exc).__name__}: {exc}")
-            log.exception("spectral panel: %s", name)
-        self.pieces_shown.append((self._draws, name))
-        self._piece_draw = self._draws
-        self._changed(*self._piece_parts(name))
-
-    def _piece_parts(self, name: str) -> tuple:
-        """The canvas's regions a piece of a result changes (the spectrum view is redrawn at every draw)."""
-        return {"mean": self.mean_plot.data_parts, "histogram": self.hist_plot.data_parts}.get(name, ())
-
-    def _changed(self, *regions) -> None:
-        """``regions`` of the canvas show something new: redraw them (and the spectrum view) at the next draw."""
-        for region in regions:
-            self.canvas.invalidate(region)
-        self.canvas.update()
-
-    def _drawn(self, event=None) -> None:
-        self._draws += 1
-        if self._pending and not self._piece_queued:   # the next piece after this draw, once the loop has run
-            self._piece_queued = True
-            QtCore.QTimer.singleShot(0, self._piece_after_draw)
-
-    def _piece_after_draw(self) -> None:
-        self._piece_queued = False
-        if self._draws > self._piece_draw:     # not if no draw came since the last piece (it will come)
-            self._next_piece()
-
-    def _show_view(self, job: SpectrumJob, result: SpectrumResult) -> None:
-        self._finish_view()           # mostly done while the job computed
-        view = self._spectrum_view
-        if result.image is not None:
-            view.show_image(result.image)
-            return
-        view.volume = result.volume
-        view.iso = self._shown_iso = result.iso
-        view.show_mesh(result.mesh, result.factor)
-        if result.iso != self.iso_value():    # the slider moved while the job ran
-            self._apply_iso(self.iso_value())
-
-    def _caption_for(self, job: SpectrumJob, result: SpectrumResult) -> str:
-        self._finish_view()
-        if result.image is not None:
-            return f"|FFT| of {job.field_name}, k = 0 at the centre"
-        return _iso_caption(job.field_name, self._spectrum_view)
-
-    def _set_caption(self, text: str) -> None:
-        if self.caption.text != text:   # a new text is laid out and uploaded again at the next draw
-            self.caption.text = text
-            self.canvas.invalidate(self.caption)
-
-    def _set_info(self, text: str) -> None:
-        if self.info.text() != text:
-            self.info.setText(text)
-
-    # ==== preparing the hidden dock ==============================================================
-    def _prepare_tick(self) -> None:
-        """While the dock is hidden, in the window shown: prepare it for the model's dimension, a slice of
-        steps per tick, in the ticks the host window does not hold it (``hold_preparation``). Once shown, a
-        preparation left unfinished is dropped (its draws are real ones now)."""
-        if self.on_screen() or not self._window_shown():
-            self._prepare_iter = None
-            return
-        if self.hold_preparation() or self._view_steps is not None:
-            return                   # later, where its steps do not add to a switch's frames
-        if self._prepare_iter is None:
-            model = self._model()
-            if model is None or (self._spectrum_ndim == len(model.shape) and self.prepared_steps):
-                return
-            self._prepare_iter = with_font_manager(self._prepare_steps(len(model.shape)), self._fonts)
-        start = time.perf_counter()
-        took = None          # at least one step, then as the window's staging does
-        while self._prepare_iter is not None and (took is None
-                                                  or another_step_fits(start, took, PREPARE_SLICE_S)):
-            step_start = time.perf_counter()
-            try:
-                what = next(self._prepare_iter)
-            except StopIteration:
-                self._prepare_iter = None
-                break
-            except Exception as exc:   # the first show does what is left; nothing is lost
-                log.warning("preparing the spectrum dock failed: %s: %s", type(exc).__name__, exc)
-                self._prepare_iter = None
-                self.prepared_steps.append("failed")
-                break
-            self.prepared_steps.append(str(what))
-            took = time.perf_counter() - step_start
-
-    def _window_shown(self) -> bool:
-        top = self.parentWidget()
-        return top is not None and top.isVisible()
-
-    def _prepare_steps(self, ndim: int):
-        """The steps preparing the hidden dock for a model of ``ndim`` dimensions: the glyphs of its text, the
-        spectrum view for ``ndim``, when the canvas has a GL context a first (offscreen) draw of each visual, and
-        the size its tab will give it."""
-        canvas = self.canvas
-        native = canvas.native
-        if not hasattr(native, "grabFramebuffer"):
-            return
-        if not self.prepared_steps:
-            # No GL context is made for the hidden canvas here (as app/analysis_dock.py's grab does): measured
-            # with bench responsiveness, a grabbed hidden canvas made every frame of the window some 13 ms slower
-            # on llvmpipe (Swendsen-Wang 2D L=256: 20 steps in 5 s instead of 70). Its visuals are drawn once
-            # offscreen only when it has a context already (it was shown before).
-            yield from glyph_steps(self._fonts)    # into the font's atlas now, not at a draw
-        if self._spectrum_ndim != ndim:
-            for piece in self._dimension_steps(ndim):
-                yield f"{ndim}D {piece}"
-            yield f"{ndim}D view"
-        if native.isValid():
-            for drawn in warm_up_steps(canvas, canvas.scene):
-                yield f"drew {drawn}"
-        # last, the size its tab will give it and the canvas laid out at that size: raised, the dock was resized
-        # first (its canvas's resize and paint: 8-17 ms of the gap that showed it, bench responsiveness traced)
-        for what in sized_steps(self, canvas):
-            yield f"sized: {what}"
-
-    # ==== iso value =============================================================================
-    def iso_value(self) -> float:
-        return self.iso_slider.value() / ISO_STEPS
-
-    def _iso_moved(self, _position: int) -> None:
-        iso = self.iso_value()
-        self.iso_label.setText(f"iso {iso:.3f}")
-        if isinstance(self._spectrum_view, SpectrumIsoView):
-            self._apply_iso(iso)
-
-    def _apply_iso(self, iso: float) -> None:
-        """Mesh the 3D spectrum at ``iso``: at once for a small one; a large host one on the worker (the process),
-        one mesh at a time, the latest value when it is done. Until then the view shows the last mesh."""
-        view = self._spectrum_view
-        volume = view.volume
-        if isinstance(volume, np.ndarray) and volume.size > SYNC_REMESH_CELLS:
-            view.iso = iso
-            if self._meshing is None:
-                self._start_mesh(volume, iso)
-            return
-        try:
-            view.set_iso(iso)
-            self._shown_iso = iso
-            self._set_caption(_iso_caption(self._field_name, view))
-        except Exception as exc:
-            self.last_error = f"iso-surface failed: {type(exc).__name__}: {exc}"
-            log.exception("iso surface")
-            self.info.setText(self.last_error)
-        self.canvas.update()
-
-    def _start_mesh(self, volume, iso: float) -> None:
-        view = self._spectrum_view
-        self._meshing = (volume, iso)
-        method, max_faces = view.method, view.max_faces
-        self.mesh_background.run(lambda task: remesh(volume, iso, method, max_faces),
-                                 on_finished=lambda task, key=self._meshing: self._mesh_delivered((key, task)))
-
-    def _mesh_delivered(self, payload) -> None:
-        (volume, iso), task = payload
-        self._meshing = None
-        view = self._spectrum_view
-        if not isinstance(view, SpectrumIsoView) or view.volume is None:
-            return
-        if view.volume is not volume:   # another spectrum meanwhile, shown with the mesh of its job's iso value
-            if self._shown_iso != view.iso:
-                self._start_mesh(view.volume, view.iso)
-            return
-        try:
-            mesh, factor = task.result()
-        except Exception as exc:
-            self.last_error = f"iso-surface failed: {type(exc).__name__}: {exc}"
-            log.error("iso surface", exc_info=exc)
-            self.info.setText(self.last_error)
-            return
-        if view.iso != iso:        # the slider moved on: mesh its latest value
-            self._start_mesh(volume, view.iso)
-            return
-        view.show_mesh(mesh, factor)
-        self._shown_iso = iso
-        self._set_caption(_iso_caption(self._field_name, view))
-        self.canvas.update()
-
-    # ==== export ================================================================================
-    def record(self) -> spectral.SpectrumRecord:
-        if self.accumulator.count == 0:
-            raise ValueError("no spectrum yet: let the model run a step first")
-        model = self._model()
-        meta = {}
-        if model is not None:
-            meta = {"model": model.name, "field": main_field(model)[0], **model.params.model_dump(),
-                    "step_count": model.step_count}
-            if len(model.shape) == 3:
-                meta["iso"] = self.iso_value()          # the surface the view shows (the iso-vtu export)
-        return self.accumulator.record(**meta)
-
-    def export(self, kind: str, path, confirm: bool = True) -> Path | None:
-        """Write the current (averaged) spectrum. An existing file is replaced only after a yes to the
-        question (interactive), otherwise a free name beside it is used; returns the path written."""
-        if kind not in EXPORTS:
-            raise ValueError(f"kind must be one of {', '.join(EXPORTS)}; got {kind!r}")
-        written = choose_output(self, path, EXPORTS[kind][1], lambda to, overwrite: spectral.export(
-            self.record(), to, kind, overwrite=overwrite), confirm=confirm and self.interactive, say=self._say,
-            prefs=self.prefs, folder_key=FOLDER_KEY, what="saved", errors=(OSError, ValueError))
-        if written is not None:
-            self.info.setText(f"saved {written}")
-        return written
-
-    def _say(self, text: str, error: bool = False) -> None:
-        """A message of the exports, in the dock's info line (a dialog too for a failure, when interactive)."""
-        self.info.setText(text)
-        if error:
-            self.last_error = f"export failed: {text}"
-            if self.interactive:
-                QtWidgets.QMessageBox.warning(self, "Export failed", text)
-
-    def export_dialog(self, kind: str) -> None:
-        text, suffix, _ = EXPORTS[kind]
-        folder = self.prefs.get(FOLDER_KEY) if self.prefs is not None else None
-        path, _ = ask_save_path(self, f"Save {text}", folder, f"spectrum-{kind}{suffix}", text)
-        if path:
-            self.export(kind, path, confirm=True)
+    def shutdown(self) -> None:
+        super().shutdown()
+        self.prepare_timer.stop()
+        self.background.shutdown()
+        self.mesh_background.shutdown()
 
 
-def install(window, area=QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> SpectralPanel:
-    """Add the panel to a main window that has a ``model`` attribute (the one-line hook).
-
-    With a live-plot dock present the panel becomes a tab beside it, so the lattice view keeps its
-    space; the panel only computes while its tab is shown.
-    """
-    panel = SpectralPanel(lambda: window.model, parent=window, prefs=window.prefs,
-                          interactive=window.interactive, access=ModelAccess(window),
-                          status_bar=window.statusBar())
-    panel.hold_preparation = window.settling
-    window.add_dock(panel, area)
-    return panel
+def install(window: DockHost, area=RIGHT) -> SpectralPanel:
+    """Add the Spectrum dock to the window: a tab beside the live plots, shown for the models it applies to; it
+    only computes while its tab is on screen."""
+    return install_dock(window, SpectralPanel(window), "spectral_panel", area)

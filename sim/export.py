@@ -33,7 +33,7 @@ from latticelab.sim.io import write_atomic
 
 def code_version() -> str:
     """The package version, with the git revision of the source tree when there is one."""
-    from latticelab import __version__
+    from latticelab.version import __version__
     from latticelab.sim.studies.point import code_version as revision
     described = revision()
     return __version__ if described == __version__ else f"{__version__} (git {described})"

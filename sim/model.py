@@ -447,7 +447,7 @@ def main_field_at(model, index) -> tuple[str, object, np.dtype]:
     return name, (element.item() if hasattr(element, "item") else element), np.dtype(array.dtype)
 
 
-# ---- what a model adds to a headless run (``latticelab run <model>``, app/cli.py) --------------------------
+# ---- what a model adds to a headless run (``latticelab run <model>``, sim/headless.py) ---------------------
 @dataclass(frozen=True)
 class RunOption:
     """An extra option of ``latticelab run <model>``: ``name`` "pfhub_out" is the option --pfhub-out. ``output``:

@@ -3,7 +3,7 @@
 A model's schema is a subclass of ``ModelParams`` whose fields are made with ``param(...)``: a default, bounds
 or choices, a label, a unit, a help text, when a change takes effect (``applies``) and an optional widget hint.
 Everything else is derived from it: the command-line options of ``latticelab run <model>`` and ``latticelab
-gui`` (app/cli.py), the GUI form (app/form.py), the stored settings (app/settings.py) and the scalars of a
+gui`` (app/commands/), the GUI form (app/form.py), the stored settings (app/settings.py) and the scalars of a
 saved state (sim/state.py). So a parameter is written down in exactly one place.
 
 When a change takes effect (``applies``):

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from latticelab.app.cli import main
+from latticelab.app.commands.main import main
 
 
 def test_run_ising_writes_one_row_per_step(tmp_path, capsys):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from latticelab.app import cli
+from latticelab.app.commands import main as cli
 from latticelab.sim import io
 from latticelab.sim.params import ParameterError
 

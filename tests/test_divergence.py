@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from latticelab.app import cli
+from latticelab.app.commands import main as cli
 from latticelab.sim.model import check_finite
 from latticelab.sim.models import all_models, get_model
 from latticelab.sim.params import ParameterError

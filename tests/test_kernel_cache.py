@@ -60,7 +60,7 @@ def test_every_variant_of_every_model_is_prepared():
 
 @pytest.mark.skipif(_cuda_usable(), reason="checks the message given without a usable CUDA device")
 def test_prepare_gpu_without_a_gpu_says_why(capsys):
-    from latticelab.app.cli import main
+    from latticelab.app.commands.main import main
     assert main(["prepare-gpu"]) == 2
     assert "backend 'cuda' is not usable" in capsys.readouterr().err
 

@@ -102,7 +102,7 @@ def test_a_two_process_ising_run_ends_in_the_one_device_state_and_its_state_cont
 def test_a_two_process_cahn_hilliard_run_continues_a_one_process_state_bit_for_bit(tmp_path, emulated):
     """A one-process run saves its state after 3 steps; two processes (mirror walls: each end slab fills its
     own images) load it and take 4 more: their CSV rows and saved state equal the one-process run of 7 steps."""
-    from latticelab.app.cli import main
+    from latticelab.app.commands.main import main
     common = ["cahn-hilliard", "--backend", "numpy", "--dim", "2", "--L", "32", "--dt", "0.01", "--seed", "3",
               "--boundary", "mirror"]
     device_xp("emulator")      # skip without a compiler, before anything runs
@@ -120,7 +120,7 @@ def test_a_two_process_cahn_hilliard_run_continues_a_one_process_state_bit_for_b
 
 
 def test_distributed_runs_refuse_what_they_cannot_do_in_one_line(tmp_path, monkeypatch, capsys):
-    from latticelab.app.cli import main
+    from latticelab.app.commands.main import main
     from latticelab.sim.models import get_model
     from latticelab.sim.multidevice.devices import ProcessDevices, resolve_devices
     from latticelab.sim.multidevice.mpi import LAUNCHER_VARIABLES
@@ -148,7 +148,7 @@ def test_distributed_runs_refuse_what_they_cannot_do_in_one_line(tmp_path, monke
 
 
 def test_load_state_refuses_parameters_and_another_models_file(tmp_path, capsys):
-    from latticelab.app.cli import main
+    from latticelab.app.commands.main import main
     state = tmp_path / "ising.npz"
     assert main(["run", "ising", "--backend", "numpy", "--L", "16", "--steps", "1", "--save-state", str(state)]) == 0
     capsys.readouterr()
@@ -172,7 +172,7 @@ def test_two_processes_on_two_gpus_end_in_the_one_gpu_state(tmp_path, model, tra
     """One process per GPU, halos by NCCL bootstrapped over MPI or staged through host memory: the saved state
     equals the one-process run's on one GPU (Ising with rewired edges across the slabs: its CSV rows too, the
     observables being integer sums; Cahn-Hilliard's free energy is summed in another order on one GPU)."""
-    from latticelab.app.cli import main
+    from latticelab.app.commands.main import main
     xp = device_xp("cuda")
     if xp.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("needs 2 GPUs")

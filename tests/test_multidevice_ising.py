@@ -218,7 +218,7 @@ def test_the_memory_check_counts_per_device(monkeypatch):
 
 
 def test_the_cli_refuses_devices_for_a_model_that_does_not_split(capsys):
-    from latticelab.app.cli import main
+    from latticelab.app.commands.main import main
     assert main(["run", "cortex", "--devices", "0,1", "--steps", "1"]) == 2
     assert "devices: the cortex model" in capsys.readouterr().err
 

@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from latticelab.app.cli import main
+from latticelab.app.commands.main import main
 from latticelab.sim.models import get_model
 
 meshio = pytest.importorskip("meshio")

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from latticelab.app.cli import main
+from latticelab.app.commands.main import main
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.models import get_model
 

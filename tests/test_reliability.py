@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from latticelab.app import cli
+from latticelab.app.commands import main as cli
 from latticelab.sim import io
 from latticelab.sim.models import get_model
 from latticelab.sim.params import ParameterError
@@ -295,7 +295,7 @@ def test_memory_check_respects_the_address_space_limit(tmp_path):
             "resource.setrlimit(resource.RLIMIT_AS, (4 << 30, resource.RLIM_INFINITY))\n"
             "from latticelab.sim.memory import host_available_bytes\n"
             "assert host_available_bytes() <= 4 << 30, host_available_bytes()\n"
-            "from latticelab.app.cli import main\n"
+            "from latticelab.app.commands.main import main\n"
             "sys.exit(main(['run', 'ising', '--backend', 'numpy', '--L', '32768', '--steps', '1']))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr

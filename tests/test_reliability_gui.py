@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("PySide6")   # the settings check reads files with Qt's own INI reader
 
-from latticelab.app import cli  # noqa: E402
+from latticelab.app.commands import main as cli  # noqa: E402
 from latticelab.app.settings import check_settings_file  # noqa: E402
 from latticelab.sim.params import ParameterError  # noqa: E402
 

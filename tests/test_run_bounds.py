@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from latticelab.app import cli
+from latticelab.app.commands import main as cli
 
 
 def _error(capsys, argv) -> str:

@@ -17,7 +17,7 @@ pytest.importorskip("PySide6")
 
 from PySide6 import QtCore  # noqa: E402
 
-from latticelab.app import cli  # noqa: E402
+from latticelab.app.commands import main as cli  # noqa: E402
 from latticelab.app.settings import check_settings_file  # noqa: E402
 from latticelab.app.settings_text import serialized_object_key  # noqa: E402
 from latticelab.sim.params import ParameterError  # noqa: E402

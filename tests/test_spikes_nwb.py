@@ -86,7 +86,7 @@ def test_kernel_and_numpy_models_record_the_same_spike_trains():
 
 def test_a_cortex_run_writes_an_nwb_file_that_pynwb_reads(tmp_path):
     pynwb = pytest.importorskip("pynwb")
-    from latticelab.app.cli import main
+    from latticelab.app.commands.main import main
     schedule = tmp_path / "drug.toml"
     schedule.write_text("[[change]]\nstep = 20\nlambda_A_e = 1.5\n")
     path = tmp_path / "run.nwb"
@@ -121,7 +121,7 @@ def test_a_cortex_run_writes_an_nwb_file_that_pynwb_reads(tmp_path):
 
 def test_nwb_output_of_a_model_without_spikes_is_refused(tmp_path, capsys):
     pytest.importorskip("pynwb")
-    from latticelab.app.cli import main
+    from latticelab.app.commands.main import main
     assert main(["run", "ising", "--L", "8", "--steps", "2", "--output", str(tmp_path / "x.nwb")]) == 2
     assert "records none" in capsys.readouterr().err and not list(tmp_path.iterdir())
 

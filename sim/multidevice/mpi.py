@@ -17,7 +17,7 @@ for every other rank's (exchange.py ``RemotePart``), and moves its halos with ``
 ``LATTICELAB_MPI_TRANSPORT`` names one. The global sums (``sum_in_order``) gather one number per rank and add
 them in rank order, as one process adds its parts'; ``share`` assembles a host array from the ranks' blocks
 (MPI_Allgatherv), so the gathered lattice, the observables computed from it and the saved states are the same
-in every process and the same as a one-process run's. Only rank 0 writes files (app/cli.py).
+in every process and the same as a one-process run's. Only rank 0 writes files (app/commands/distributed.py).
 
 mpi4py is an optional dependency (the ``mpi`` extra), imported only here and only when a job is joined.
 """

@@ -43,7 +43,7 @@ def _plain(value):
 
 def run_attributes(model) -> dict:
     """The global attributes of a file written for ``model``."""
-    from latticelab import __version__
+    from latticelab.version import __version__
     from latticelab.sim.studies.point import code_version
     attrs = {
         "Conventions": CONVENTIONS,

@@ -90,7 +90,7 @@ def test_the_hidden_spectrum_dock_is_prepared_a_few_steps_per_tick(make_window, 
     # the event loop ran between the steps: the probe saw the count of steps done grow in many small increments
     seen = sorted(set(fired))
     assert len(seen) >= 4 and seen[0] < len(steps)
-    font = panel._fonts.get_font("OpenSans")
+    font = panel.fonts.get_font("OpenSans")
     assert all(c in font._glyphs for c in "|FFT| of spins, box edge")
 
 

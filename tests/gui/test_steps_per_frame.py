@@ -74,7 +74,8 @@ def test_the_default_follows_the_backend_until_the_user_picks_one(make_window, t
 
 @pytest.mark.parametrize("value", ["-2", "100001"])
 def test_steps_per_frame_on_the_command_line_is_checked(value):
-    from latticelab.app.gui import add_arguments, run_gui
+    from latticelab.app.commands.gui import add_arguments
+    from latticelab.app.gui import run_gui
     from latticelab.sim.models import all_models
     parser = argparse.ArgumentParser()
     add_arguments(parser, all_models())

@@ -1,29 +1,17 @@
-"""``latticelab sweep study.toml`` and ``latticelab tc results.csv``: batch critical-temperature studies
-(sim/studies). ``add_study_commands`` adds both to the command line (app/cli.py ``build_parser``)."""
+"""``latticelab sweep study.toml``: a study file's grid of points run into one results table (sim/studies), in
+this process or on a Dask cluster; an unfinished table is resumed."""
 from __future__ import annotations
 
+import argparse
 import sys
 
 
-def _workers(text: str):
-    if text == "auto":
-        return "auto"
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        import argparse
-        raise argparse.ArgumentTypeError(f"must be a positive integer or 'auto'; got {text!r}")
-    return n
-
-
-def add_study_commands(subparsers, parser_class) -> None:
-    sweep = subparsers.add_parser(
+def add_command(sub, parser_class) -> None:
+    sweep = sub.add_parser(
         "sweep", help="run a study file's grid of points into one results table (resumes an unfinished one)")
     sweep.add_argument("study", help="study file (TOML): model, [parameters], [grid], [run]")
     sweep.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this existing Dask cluster")
-    sweep.add_argument("--workers", type=_workers, metavar="N|auto",
+    sweep.add_argument("--workers", type=workers, metavar="N|auto",
                        help="run on a Dask cluster on this machine with N workers ('auto': one per GPU, pinned "
                             "to it, or one per CPU core); default: in this process")
     sweep.add_argument("--out", help="results table, .csv or .parquet (CSV always; Parquet too when pyarrow "
@@ -35,11 +23,18 @@ def add_study_commands(subparsers, parser_class) -> None:
                             "runs, the same measures); default table: the study's name with -quick.csv")
     sweep.set_defaults(handler=run_sweep_command)
 
-    tc = subparsers.add_parser("tc", help="critical temperatures from the Binder crossings of a results table")
-    tc.add_argument("table", help="results table of 'latticelab sweep' (.csv or .parquet)")
-    tc.add_argument("--plot", metavar="DIR", help="save PNG figures of U(T), C_v(T) and chi(T) per group here")
-    tc.add_argument("--bootstrap", type=int, default=500, metavar="N", help="bootstrap samples for the errors")
-    tc.set_defaults(handler=run_tc_command)
+
+def workers(text: str):
+    """argparse type of --workers: a positive integer or 'auto'."""
+    if text == "auto":
+        return "auto"
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or 'auto'; got {text!r}")
+    return n
 
 
 def run_sweep_command(args) -> int:
@@ -70,39 +65,4 @@ def run_sweep_command(args) -> int:
         print(f"latticelab: {len(result.failed)} points failed; run the same command again to retry them",
               file=sys.stderr)
         return 1
-    return 0
-
-
-def run_tc_command(args) -> int:
-    import os
-
-    from latticelab.sim.params import ParameterError
-    from latticelab.sim.studies.tc import analyse, describe, load_rows, plot, validate_rows, varying_keys
-
-    if args.bootstrap < 2:
-        raise ParameterError("bootstrap", f"must be a whole number >= 2 (samples for the errors); got {args.bootstrap}")
-    if args.plot:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise ParameterError("plot", "the figures need matplotlib: pip install 'latticelab[study]' "
-                                         "(or run .ci/setup, which installs it)") from None
-    if not os.path.isfile(args.table):
-        raise ParameterError("table", f"{args.table} is not a file")
-    rows = load_rows(args.table)
-    if not rows:
-        print(f"latticelab: {args.table} has no rows", file=sys.stderr)
-        return 1
-    rows, notes = validate_rows(rows, args.table)
-    for note in notes:
-        print(f"latticelab: {args.table}: {note}", file=sys.stderr)
-    if not rows:
-        raise ParameterError("table", f"{args.table}: no row is fit for the analysis")
-    results = analyse(rows, n_boot=args.bootstrap)
-    varying = varying_keys(results)
-    for result in results:
-        print(describe(result, varying))
-    if args.plot:
-        for path in plot(rows, results, args.plot):
-            print(f"latticelab: wrote {path}", file=sys.stderr)
     return 0

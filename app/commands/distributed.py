@@ -1,25 +1,14 @@
 """``latticelab run <model> --distributed``: one run over the processes of an MPI job (sim/multidevice/mpi.py).
 
 Every process runs the same command and takes the same steps (the slabs' exchanges and sums are collective);
-rank 0 alone writes the files and prints, the others compute what is written and discard it. A failure in one
-process ends the whole job (the others would wait for it forever).
+rank 0 alone writes the files and prints, the others compute what is written and discard it (sim/headless.py
+``RunPlan.writes``). A failure in one process ends the whole job (the others would wait for it forever).
 """
 from __future__ import annotations
 
 import contextlib
 import os
-
-
-class Discarded:
-    """What a process other than rank 0 writes into instead of an output file: nothing is kept."""
-
-    def __init__(self):
-        self.file = open(os.devnull, "w")
-
-    def commit(self) -> None:
-        self.file.close()
-
-    discard = commit
+import sys
 
 
 def join(args, usage_error):
@@ -48,3 +37,10 @@ def quiet_unless_root(job):
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         yield
 
+
+def end_job(code: int) -> None:
+    """After an error in a --distributed run, end all its processes (the others would wait for this one)."""
+    mpi = sys.modules.get("latticelab.sim.multidevice.mpi")       # imported only by a --distributed run
+    job = mpi.current_job() if mpi is not None else None
+    if job is not None:
+        job.abort(code)
