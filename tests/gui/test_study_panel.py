@@ -15,7 +15,8 @@ pytest.importorskip("pytestqt")
 
 from gui_helpers import type_into  # noqa: E402
 
-from latticelab.app.study_panel import ERROR_STYLE, StudyPanel  # noqa: E402
+from latticelab.app.study_form import ERROR_STYLE  # noqa: E402
+from latticelab.app.study_panel import StudyPanel  # noqa: E402
 from latticelab.render.study_plots import MARK_COLOUR, MARKER_SIZE  # noqa: E402
 from latticelab.sim.studies import parse_study  # noqa: E402
 from latticelab.sim.studies.point import TIMING_COLUMNS, run_point  # noqa: E402
@@ -43,11 +44,14 @@ def fill_tiny_form(panel, out) -> None:
     form = panel.form
     assert form.model_name() == "ising"          # taken from the running model
     assert form.others.text() == "dim = 2"       # its variant field
+    assert [r.name for r in form.sweep_rows] == ["L", "T"]       # the study the model suggests
     type_into(form.others, 'dim = 2, algorithm = "metropolis"')
-    type_into(form.sizes, "4, 6")
-    form.t_from.setValue(2.0)
-    form.t_to.setValue(2.6)
-    form.t_count.setValue(3)
+    type_into(form.sweep_row("L").values, "4, 6")
+    temperatures = form.sweep_row("T")
+    assert temperatures.kind.currentText() == "linear"
+    type_into(temperatures.start, "2.0")
+    type_into(temperatures.stop, "2.6")
+    temperatures.num.setValue(3)
     type_into(form.seeds, "1, 2")
     form.run["equilibrate"].setValue(20)
     form.run["decorrelate"].setValue(1)
@@ -149,7 +153,7 @@ def test_pause_cancel_and_resume(make_window, qtbot, tmp_path):
     out = tmp_path / "paused.csv"
     fill_tiny_form(panel, out)
     panel.form.run["measurements"].setValue(100)
-    panel.form.t_count.setValue(4)            # 16 points
+    panel.form.sweep_row("T").num.setValue(4)     # 16 points
     first = []
     panel.row_arrived.connect(lambda row: first or (first.append(row), panel.toggle_pause()))
     panel.start_button.click()
@@ -170,28 +174,30 @@ def test_pause_cancel_and_resume(make_window, qtbot, tmp_path):
     assert len(table_rows(out)) == 16 and len(panel.rows) == 16
 
 
-def test_the_form_names_the_field_of_a_bad_value(make_window, qtbot, tmp_path):
+def test_the_form_names_the_field_of_a_bad_value(make_window, qtbot, tmp_path, monkeypatch):
     window = make_window(L=8)
     panel = show_panel(window, qtbot)
     out = tmp_path / "bad.csv"
     fill_tiny_form(panel, out)
-    type_into(panel.form.sizes, "4, 5")
+    sizes = panel.form.sweep_row("L").values
+    type_into(sizes, "4, 5")
     assert not panel.start_from_form()
     text = panel.status.text()
-    assert "sizes L (grid.L)" in text and "even" in text, text
-    assert panel.form.sizes.styleSheet() and panel.state == "idle" and not out.exists()
+    assert "sweep L (grid.L)" in text and "even" in text, text
+    assert sizes.styleSheet() == ERROR_STYLE and panel.state == "idle" and not out.exists()
     assert "study:" in window.last_error
 
-    type_into(panel.form.sizes, "4, x")
+    type_into(panel.form.seeds, "1, x")
     type_into(panel.form.others, 'algorithm = "fast"')
     assert not panel.start_from_form()
     text = panel.status.text()
-    assert "sizes L (grid.L): must be whole numbers" in text and "'x'" in text, text
-    type_into(panel.form.sizes, "4, 6")
+    assert "seeds (grid.seed): must be whole numbers" in text and "'1, x'" in text, text
+    type_into(panel.form.seeds, "1, 2")
+    type_into(sizes, "4, 6")
     assert not panel.start_from_form()
     text = panel.status.text()
-    assert "other parameters (parameters.algorithm)" in text and "metropolis" in text, text
-    assert panel.form.others.styleSheet() and not panel.form.sizes.styleSheet()
+    assert "fixed parameters (parameters.algorithm)" in text and "metropolis" in text, text
+    assert panel.form.others.styleSheet() and not sizes.styleSheet() and not panel.form.seeds.styleSheet()
 
     type_into(panel.form.others, 'dim = 2, algorithm = "metropolis"')
     saved = panel.save_study(tmp_path / "form.toml", overwrite=False)     # the form as a study file
@@ -199,14 +205,36 @@ def test_the_form_names_the_field_of_a_bad_value(make_window, qtbot, tmp_path):
     assert [p.values for p in parse_study(saved.read_text()).points] == \
         [p.values for p in parse_study(TINY).points]
     first = saved.read_text()
-    type_into(panel.form.sizes, "4")
+    type_into(sizes, "4")
     again = panel.save_study(tmp_path / "form.toml", overwrite=False)     # never over the user's file
     assert again != saved and saved.read_text() == first and "L = [4]" in again.read_text()
 
     type_into(panel.form.others, "dim = ")
     assert not panel.start_from_form()
-    assert "other parameters (parameters): must be key = value pairs" in panel.status.text()
+    assert "fixed parameters (parameters): must be key = value pairs" in panel.status.text()
     assert not out.exists() and not panel.running
+
+    # issue 42: the measures are the capability's, ticked in a menu (none ticked: all)
+    type_into(panel.form.others, "dim = 2")
+    form = panel.form
+    assert "binder" in form.measures.actions_by_name and form.measures.text().startswith("all")
+    assert set(form.study().measures) >= {"binder", "heat_capacity", "flipped_fraction"}
+    form.measures.set_chosen(["binder", "m2"])
+    assert form.study().measures == ("m2", "binder") and form.measures.text() == "m2, binder"   # in the model's order
+
+    # issue 41 item 24: Start with an empty table field wrote study-ising.csv into the current folder; now it
+    # asks (interactive) or says to choose one, and writes nothing
+    from PySide6 import QtWidgets
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    asked = []
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
+                        lambda *args, **kwargs: asked.append(args) or ("", ""))       # the user cancels
+    panel.output_edit.setText("")
+    assert not panel.start_from_form()
+    assert asked and "choose the results table" in panel.status.text()
+    assert list(empty.iterdir()) == [] and not panel.running
 
 
 def test_a_study_file_runs_and_a_bad_one_is_refused(make_window, qtbot, tmp_path):
@@ -345,23 +373,6 @@ def test_time_left_weighs_points_by_their_size():
     assert format_duration(7300) == "2 h 01 min" and math.isclose(progress.work_done, 6 * 16 * 59)
 
 
-def test_start_without_a_chosen_table_writes_nothing(make_window, qtbot, tmp_path, monkeypatch):
-    """Issue 41 item 24: Start with an empty table field wrote study-ising.csv into the current folder; now it asks
-    (interactive) or says to choose one, and writes nothing."""
-    from PySide6 import QtWidgets
-    monkeypatch.chdir(tmp_path)
-    asked = []
-    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
-                        lambda *args, **kwargs: asked.append(args) or ("", ""))       # the user cancels
-    window = make_window(model="ising")
-    panel = window.study_panel
-    panel.form.backend.setCurrentText("numpy")
-    panel.output_edit.setText("")
-    assert not panel.start_from_form()
-    assert asked and "choose the results table" in panel.status.text()
-    assert list(tmp_path.iterdir()) == [] and not panel.running
-
-
 def test_a_ramp_table_plots_a_measure_against_the_ramped_parameter_in_two_colours(make_window, qtbot, tmp_path):
     """Issue 42: any measure against any parameter; a ramp's up and down branches are two curves of two colours."""
     from latticelab.render.study_plots import series_colour
@@ -390,18 +401,3 @@ def test_a_ramp_table_plots_a_measure_against_the_ramped_parameter_in_two_colour
     for i, branch in enumerate(plot.curves):
         assert plot.colours[branch] == series_colour(i)
         assert colour_pixels(image, series_colour(i), tolerance=30) > 20, branch
-
-
-def test_the_form_chooses_the_measures(make_window, qtbot, tmp_path):
-    """Issue 42: the measures a study records are chosen in the form (empty: all); a wrong one is marked."""
-    window = make_window(L=8)
-    panel = window.study_panel
-    form = panel.form
-    assert "binder" in form.measures.placeholderText()
-    assert set(form.study().measures) >= {"binder", "heat_capacity", "flipped_fraction"}
-    type_into(form.measures, "binder, m2")
-    assert form.study().measures == ("binder", "m2")
-    type_into(form.measures, "binder, entropy")
-    assert not panel.start_from_form(output=str(tmp_path / "t.csv"))
-    assert "run.measures" in panel.status.text() and "'entropy' is not a measure of ising" in panel.status.text()
-    assert form.measures.styleSheet() == ERROR_STYLE and not (tmp_path / "t.csv").exists()

@@ -84,4 +84,12 @@ def _mean_and_error(x: np.ndarray, n_blocks: int):
     return value, (err if np.isfinite(err) else None)
 
 
-STUDY = StudyMeasures(derived=DERIVED, recorder=SignalRecorder, observables=())
+def suggest(params) -> dict:
+    """The anaesthesia scan of thesis 003, chapter 8, small: the excitatory washout factor lambda_tau_e from 1 to
+    3, each point settled 300 ms, then 2 s of EEG (four periodogram segments)."""
+    return {"grid": {"lambda_tau_e": {"start": 1.0, "stop": 3.0, "num": 3}, "seed": [1]},
+            "run": {"equilibrate": 300, "decorrelate": 512, "measurements": 5}}
+
+
+STUDY = StudyMeasures(derived=DERIVED, recorder=SignalRecorder, observables=(), suggest=suggest,
+                      plot={"measure": "spectral_entropy", "against": "lambda_tau_e"})
