@@ -259,9 +259,10 @@ class StudyForm(QtWidgets.QWidget):
         for key, box in self.run.items():
             if key in suggested["run"]:
                 box.setValue(suggested["run"][key])
-        self.steps_label.setText(f"time ({cls.time_label})")
-        self.steps_label.setToolTip(f"Run lengths in the model's time ({cls.time_label}): before the first sample, "
-                                    "between samples, and the samples per point")
+        unit = cls.time_label if "time" in cls.time_label else f"time ({cls.time_label}s)"
+        self.steps_label.setText(unit)
+        self.steps_label.setToolTip(f"Run lengths in the model's {unit}: before the first sample, between samples; "
+                                    "and the samples per point")
         self.others.setText("")
         self.others.setPlaceholderText(", ".join(f"{n} = …" for n in self.fields[:2]))
         self.measures.set_measures(all_measures(cls), unavailable_measures(cls))

@@ -31,9 +31,9 @@ DERIVED = (*(Measure(name, label, unit) for name, _, label, unit in QEEG),
 
 def qeeg_of(eeg: np.ndarray, rate: float) -> dict[str, float] | None:
     """The QEEG measures of one stretch of EEG (None when shorter than a periodogram segment)."""
-    from latticelab.sim.analysis import qeeg
     if eeg.size < SEGMENT:
         return None
+    from latticelab.sim.analysis import qeeg      # (SciPy's signal module: seconds to import on a busy machine)
     freqs, psd = qeeg.periodogram(eeg, segment=SEGMENT, average=eeg.size, fs=rate)
     found = qeeg.metrics(freqs, psd)
     return {name: float(found[key]) for name, key, _, _ in QEEG}
@@ -47,6 +47,8 @@ class SignalRecorder:
         self.fraction_columns = {name: 1 + i for i, (name, role) in enumerate(zip(names, roles)) if role == "fraction"}
         self.pieces: list[np.ndarray] = []
         self.since = 0
+        # the spectrum only when a qEEG measure is asked for (a study of firing rates needs none)
+        self.spectral = not wanted or any(name in wanted for name, *_ in QEEG)
 
     def start(self, model) -> None:
         self.since = model.step_count
@@ -62,7 +64,7 @@ class SignalRecorder:
         rate = float(model.signal_rate)
         eeg = rows[:, self.eeg_column]
         out: dict = {m.name: (None, None) for m in DERIVED}
-        whole = qeeg_of(eeg, rate)
+        whole = qeeg_of(eeg, rate) if self.spectral else None
         parts = min(n_blocks, eeg.size // SEGMENT)
         errors = {}
         if whole is not None and parts >= 2:
