@@ -166,7 +166,7 @@ class StudyPanel(CapabilityDock):
         return capability(model_class) is not None
 
     def _set_available(self, model) -> None:
-        self._show_for(self.applies_to(type(model)))
+        self._show_for(self.applies_to(type(model)) or self.running)     # a running study stays in sight
         if type(model) is not self._followed and self.available and not self.running:
             self._followed = type(model)
             self.form.fill_from(model)           # the form starts from the running model's study

@@ -83,7 +83,8 @@ def wait_shown(panel, qtbot, action):
 
 
 # ---- the acceptance test ----------------------------------------------------------------------------------------
-def test_a_tiny_study_runs_from_the_panel_while_the_window_simulates(make_window, qtbot, tmp_path):
+def test_a_tiny_study_runs_from_the_panel_while_the_window_simulates_pauses_and_resumes(make_window, qtbot,
+                                                                                       tmp_path):
     window = make_window(L=16)
     panel = show_panel(window, qtbot)
     out = tmp_path / "tiny.csv"
@@ -146,14 +147,12 @@ def test_a_tiny_study_runs_from_the_panel_while_the_window_simulates(make_window
                 np.testing.assert_array_equal(a, b)
     assert "tiny.csv: 12 rows" in panel.status.text()
 
-
-def test_pause_cancel_and_resume(make_window, qtbot, tmp_path):
-    window = make_window(L=8)
-    panel = show_panel(window, qtbot)
+    # pause, cancel and resume (the same window: a study of 4 longer points into another table)
     out = tmp_path / "paused.csv"
-    fill_tiny_form(panel, out)
+    panel.output_edit.setText(str(out))
     panel.form.run["measurements"].setValue(100)
-    panel.form.sweep_row("T").num.setValue(4)     # 16 points
+    panel.form.sweep_row("T").num.setValue(2)
+    type_into(panel.form.seeds, "1")
     first = []
     panel.row_arrived.connect(lambda row: first or (first.append(row), panel.toggle_pause()))
     panel.start_button.click()
@@ -162,19 +161,19 @@ def test_pause_cancel_and_resume(make_window, qtbot, tmp_path):
     qtbot.wait(300)                           # a point past its last checkpoint may still come in
     held = len(panel.rows)
     qtbot.wait(300)
-    assert len(panel.rows) == held < 16       # paused: nothing more is measured
+    assert len(panel.rows) == held < 4        # paused: nothing more is measured
     panel.cancel_button.click()
     qtbot.waitUntil(lambda: panel.state == "cancelled" and not panel.running, timeout=20000)
-    assert f"cancelled: {held} of 16 points" in panel.status.text() and "Start resumes" in panel.status.text()
+    assert f"cancelled: {held} of 4 points" in panel.status.text() and "Start resumes" in panel.status.text()
     assert len(table_rows(out)) == held       # the finished points are in the table
 
     panel.start_button.click()                # the same study and table: resumed
     qtbot.waitUntil(lambda: panel.state == "finished" and not panel.running, timeout=30000)
-    assert f"{16 - held} points run, {held} already in the table" in panel.status.text()
-    assert len(table_rows(out)) == 16 and len(panel.rows) == 16
+    assert f"{4 - held} points run, {held} already in the table" in panel.status.text()
+    assert len(table_rows(out)) == 4 and len(panel.rows) == 4
 
 
-def test_the_form_names_the_field_of_a_bad_value(make_window, qtbot, tmp_path, monkeypatch):
+def test_the_form_names_the_field_of_a_bad_value_and_study_files_run(make_window, qtbot, tmp_path, monkeypatch):
     window = make_window(L=8)
     panel = show_panel(window, qtbot)
     out = tmp_path / "bad.csv"
@@ -236,10 +235,7 @@ def test_the_form_names_the_field_of_a_bad_value(make_window, qtbot, tmp_path, m
     assert asked and "choose the results table" in panel.status.text()
     assert list(empty.iterdir()) == [] and not panel.running
 
-
-def test_a_study_file_runs_and_a_bad_one_is_refused(make_window, qtbot, tmp_path):
-    window = make_window(L=8)
-    panel = show_panel(window, qtbot)
+    # a study file runs (its table beside it), a bad one is refused
     study = tmp_path / "tiny.toml"
     study.write_text(TINY.replace("seed = [1, 2]", "seed = [1]").replace("L = [4, 6]", "L = [4]"))
     assert panel.start_study(study)
@@ -283,7 +279,7 @@ def crossing_table(path, T_cross=2.3):
     return path
 
 
-def test_a_reopened_table_marks_the_crossing_and_switches_quantity(make_window, qtbot, tmp_path):
+def test_reopened_tables_mark_the_crossing_switch_quantity_and_draw_a_ramps_branches(make_window, qtbot, tmp_path):
     window = make_window(L=8)
     panel = show_panel(window, qtbot)
     path = crossing_table(tmp_path / "cross.csv")
@@ -315,6 +311,32 @@ def test_a_reopened_table_marks_the_crossing_and_switches_quantity(make_window, 
     qtbot.waitUntil(lambda: "not opened" in panel.status.text(), timeout=10000)
     assert "not a results table" in panel.status.text() and "no model column" in panel.status.text()
     assert not panel.open_results(tmp_path / "missing.csv") and "is not a file" in panel.status.text()
+
+    # issue 42: any measure against any parameter; a ramp's up and down branches are two curves of two colours
+    from latticelab.render.study_plots import series_colour
+    path = tmp_path / "ramp.csv"
+    lambdas = [1.0, 2.0, 3.0, 2.0, 1.0]
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["model", "L", "lambda_tau_e", "seed", "branch", "stage", "spectral_entropy",
+                         "spectral_entropy_err", "point"])
+        for i, lam in enumerate(lambdas):
+            branch = "up" if i < 3 else "down"
+            entropy = 0.9 - 0.1 * lam + (0.05 if branch == "down" else 0.0)
+            writer.writerow(["cortex", 16, lam, 1, branch, i, entropy, 0.01, f"k-{i}"])
+    wait_shown(panel, qtbot, lambda: panel.open_results(path))
+    assert panel.quantity.currentData() == "spectral_entropy" and panel.x_param.currentData() == "lambda_tau_e"
+    plot = panel.plot
+    assert list(plot.curves) == ["down", "up"] and "lambda_tau_e" in plot.title.text
+    x, mean, err = plot.curves["up"]
+    np.testing.assert_allclose(x, [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(mean, [0.8, 0.7, 0.6])
+    np.testing.assert_allclose(plot.curves["down"][1], [0.85, 0.75])
+    qtbot.wait(100)
+    image = panel.canvas.render(alpha=False)
+    for i, branch in enumerate(plot.curves):
+        assert plot.colours[branch] == series_colour(i)
+        assert colour_pixels(image, series_colour(i), tolerance=30) > 20, branch
 
 
 @pytest.mark.slow
@@ -371,33 +393,3 @@ def test_time_left_weighs_points_by_their_size():
     assert progress.time_left(now=6.0) == pytest.approx(6 * 36 / 16)
     assert format_duration(None) == "estimating…" and format_duration(75) == "1 min 15 s"
     assert format_duration(7300) == "2 h 01 min" and math.isclose(progress.work_done, 6 * 16 * 59)
-
-
-def test_a_ramp_table_plots_a_measure_against_the_ramped_parameter_in_two_colours(make_window, qtbot, tmp_path):
-    """Issue 42: any measure against any parameter; a ramp's up and down branches are two curves of two colours."""
-    from latticelab.render.study_plots import series_colour
-    path = tmp_path / "ramp.csv"
-    lambdas = [1.0, 2.0, 3.0, 2.0, 1.0]
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["model", "L", "lambda_tau_e", "seed", "branch", "stage", "spectral_entropy",
-                         "spectral_entropy_err", "point"])
-        for i, lam in enumerate(lambdas):
-            branch = "up" if i < 3 else "down"
-            entropy = 0.9 - 0.1 * lam + (0.05 if branch == "down" else 0.0)
-            writer.writerow(["cortex", 16, lam, 1, branch, i, entropy, 0.01, f"k-{i}"])
-    window = make_window(L=8)
-    panel = show_panel(window, qtbot)
-    wait_shown(panel, qtbot, lambda: panel.open_results(path))
-    assert panel.quantity.currentData() == "spectral_entropy" and panel.x_param.currentData() == "lambda_tau_e"
-    plot = panel.plot
-    assert list(plot.curves) == ["down", "up"] and "lambda_tau_e" in plot.title.text
-    x, mean, err = plot.curves["up"]
-    np.testing.assert_allclose(x, [1.0, 2.0, 3.0])
-    np.testing.assert_allclose(mean, [0.8, 0.7, 0.6])
-    np.testing.assert_allclose(plot.curves["down"][1], [0.85, 0.75])
-    qtbot.wait(100)
-    image = panel.canvas.render(alpha=False)
-    for i, branch in enumerate(plot.curves):
-        assert plot.colours[branch] == series_colour(i)
-        assert colour_pixels(image, series_colour(i), tolerance=30) > 20, branch
