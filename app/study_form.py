@@ -53,6 +53,13 @@ def _whole(value: float):
     return int(value) if float(value).is_integer() else float(value)
 
 
+class TimeBox(QtWidgets.QDoubleSpinBox):
+    """A model time: shown as 300 or 0.25, not 300.000."""
+
+    def textFromValue(self, value: float) -> str:
+        return f"{value:g}"
+
+
 def _narrow(widget: QtWidgets.QWidget, width: int = 44) -> QtWidgets.QWidget:
     widget.setMinimumWidth(width)      # narrower than the widget's own hint: the dock is narrow
     if isinstance(widget, QtWidgets.QAbstractSpinBox):
@@ -200,6 +207,10 @@ class StudyForm(QtWidgets.QWidget):
         self.add_button.setToolTip("Sweep one more parameter: every combination of the values is a point")
         self.add_button.clicked.connect(lambda: self.add_sweep())
         self.sweep_layout.addWidget(self.add_button, 0, QtCore.Qt.AlignmentFlag.AlignLeft)
+        self.ramp = QtWidgets.QCheckBox("ramp the first up and back down", objectName="study_ramp")
+        self.ramp.setToolTip("The first swept parameter (a live one) goes up through its values and back down in "
+                             "one continuing run per point of the others: a row per value and branch (hysteresis)")
+        self.sweep_layout.addWidget(self.ramp)
         self.seeds = QtWidgets.QLineEdit("1", objectName="study_seeds")
         self.seeds.setToolTip("Random seeds; each point is measured once per seed (the errors between seeds)")
         self.others = _narrow(QtWidgets.QLineEdit(objectName="study_parameters"), 60)
@@ -211,8 +222,7 @@ class StudyForm(QtWidgets.QWidget):
             if name == "measurements":
                 box = QtWidgets.QSpinBox(objectName=f"study_{name}", minimum=2, maximum=10_000_000, value=100)
             else:
-                box = QtWidgets.QDoubleSpinBox(objectName=f"study_{name}", decimals=3, minimum=0.0,
-                                               maximum=1e9, value=1.0)
+                box = TimeBox(objectName=f"study_{name}", decimals=6, minimum=0.0, maximum=1e9, value=1.0)
             box.setToolTip(run_fields[name].description or name)
             self.run[name] = _narrow(box)
             steps.addWidget(QtWidgets.QLabel(RUN_LABELS[name]))
@@ -263,18 +273,23 @@ class StudyForm(QtWidgets.QWidget):
         self.steps_label.setText(unit)
         self.steps_label.setToolTip(f"Run lengths in the model's {unit}: before the first sample, between samples; "
                                     "and the samples per point")
+        self.ramp.setChecked(False)
         self.others.setText("")
         self.others.setPlaceholderText(", ".join(f"{n} = …" for n in self.fields[:2]))
         self.measures.set_measures(all_measures(cls), unavailable_measures(cls))
         self.mark_problems([])
 
     def fill_from(self, model) -> None:
-        """Start from the running model: its kind, the study it suggests for its parameters, its variant fields
-        (e.g. a dimension) as fixed parameters."""
+        """Start from the running model: its kind, the study it suggests for its parameters, and as fixed
+        parameters its variant fields (e.g. a dimension) and those it runs with other than their defaults (but
+        the swept ones and the seed)."""
         self.set_model(model.name, model.params)
+        schema = type(model.params)
         values = model.params.model_dump()
-        variant = {k: values[k] for k in type(model.params).variant_fields if k in values}
-        self.others.setText(", ".join(f"{k} = {toml_value(v)}" for k, v in variant.items()))
+        swept = {r.name for r in self.sweep_rows} | {SEED}
+        fixed = {k: v for k, v in values.items() if k not in swept and
+                 (k in schema.variant_fields or v != schema.model_fields[k].default)}
+        self.others.setText(", ".join(f"{k} = {toml_value(v)}" for k, v in fixed.items()))
 
     def add_sweep(self, name: str | None = None, value=None) -> SweepRow:
         """A new swept parameter (the first one not swept yet, when not named)."""
@@ -296,16 +311,22 @@ class StudyForm(QtWidgets.QWidget):
         return next((r for r in self.sweep_rows if r.name == name), None)
 
     # ---- the study file it writes ------------------------------------------------------------------------------
-    def sections(self) -> tuple[dict, dict, dict, list]:
-        """(parameters, grid, run, problems found before the schema looks at them)."""
-        problems, grid, parameters = [], {}, {}
+    def sections(self) -> tuple[dict, dict, dict, dict | None, list]:
+        """(parameters, grid, run, ramp, problems found before the schema looks at them)."""
+        problems, grid, parameters, ramp = [], {}, {}, None
         for row in self.sweep_rows:
             value, found = row.grid_value()
-            if row.name in grid:
+            if row.name in grid or (ramp and row.name == ramp["parameter"]):
                 found = [(f"grid.{row.name}", None, "is swept twice; remove one of its rows")]
             problems += found
-            if not found:
+            if found:
+                continue
+            if self.ramp.isChecked() and row is self.sweep_rows[0]:
+                ramp = {"parameter": row.name, "values": value, "down": True}
+            else:
                 grid[row.name] = value
+        if self.ramp.isChecked() and not self.sweep_rows:
+            problems.append(("ramp", None, "needs a swept parameter: its first row is ramped"))
         seeds = parse_values(self.seeds.text())
         if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
             problems.append(("grid.seed", None, f"must be whole numbers separated by commas, e.g. 1, 2, 3; got "
@@ -326,13 +347,13 @@ class StudyForm(QtWidgets.QWidget):
         run["backend"] = self.backend.currentText()
         if self.measures.chosen():
             run["measures"] = self.measures.chosen()
-        return parameters, grid, run, problems
+        return parameters, grid, run, ramp, problems
 
     def text(self) -> str:
-        parameters, grid, run, problems = self.sections()
+        parameters, grid, run, ramp, problems = self.sections()
         if problems:
             raise StudyError(FORM_NAME, problems)
-        return study_text(self.model_name() or "", parameters, grid, run)
+        return study_text(self.model_name() or "", parameters, grid, run, ramp)
 
     def study(self) -> Study:
         """The validated study, or StudyError whose problems the form has marked on its widgets."""
@@ -351,6 +372,10 @@ class StudyForm(QtWidgets.QWidget):
             return self.run.get(name) or {"backend": self.backend, "measures": self.measures}.get(name)
         if key in ("grid.seed", "model"):
             return self.rows[key][1]
+        if parts[0] == "ramp":
+            first = self.sweep_rows[0] if self.sweep_rows else None
+            return self.ramp if first is None or key == "ramp" else \
+                first.parameter if key == "ramp.parameter" else first.widget_for(key)
         if parts[0] == "grid" and len(parts) > 1:
             row = self.sweep_row(parts[1])
             return row.widget_for(key) if row is not None else self.others
@@ -362,6 +387,8 @@ class StudyForm(QtWidgets.QWidget):
         parts = key.split(".")
         if parts[0] == "grid" and len(parts) > 1 and parts[1] != SEED:
             return f"sweep {parts[1]} ({key})"
+        if parts[0] == "ramp":
+            return f"ramp ({key})"
         if key in self.rows:
             return f"{self.rows[key][0]} ({key})"
         for prefix, (label, _) in self.rows.items():

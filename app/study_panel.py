@@ -501,6 +501,7 @@ class StudyPanel(CapabilityDock):
         self.result_label.setText("")
         if quantity is None or x is None:
             self.plot.set_data({}, quantity or "", None, x_label=x or "")
+            self.plot.title.text = "no rows yet"
         elif not binder:                          # any measure against any parameter, every row
             from latticelab.sim.studies.curves import curves, varying_parameters
             others = tuple(p for p in varying_parameters(self.rows) if p not in ("seed", x, by))

@@ -1,7 +1,8 @@
 """The Study dock for every model with the study capability (issue 42), in the real window under Xvfb: a tiny
-cortex study sweeping a drug factor (lambda_tau_e) and a tiny Cahn-Hilliard study, each written in the dock's
-form for the model the window runs and run while the window simulates, their rows in the table and their points
-in the plot's pixels; and the dock hidden for a model without the capability (one window, to keep it short)."""
+cortex study ramping a drug factor (lambda_tau_e) up and back down, and a tiny Cahn-Hilliard study, each written
+in the dock's form for the model the window runs and run while the window simulates, their rows in the table and
+their points in the plot's pixels (a ramp's branches in two colours); and the dock hidden for a model without the
+capability (one window, to keep it short)."""
 from __future__ import annotations
 
 import csv
@@ -58,18 +59,21 @@ def run_from_the_dock(window, panel, qtbot, out) -> list:
     return arrivals
 
 
-def assert_plotted(panel, qtbot, measure, x, xs):
+def assert_plotted(panel, qtbot, measure, x, xs: dict):
+    """``measure`` chosen in the dock is plotted against ``x``: series -> x values, each series's colour in the
+    rendered picture (its markers and legend entry). Returns the plotted means."""
     choose(panel.quantity, panel.quantity.itemText(panel.quantity.findData(measure)))
     assert panel.x_param.currentData() == x
     plot = panel.plot
     assert plot.quantity == measure and plot.x_axis.axis.axis_label == x
-    (series, (at, mean, err)), = plot.curves.items()
-    np.testing.assert_allclose(at, xs)
-    assert np.all(np.isfinite(mean))
+    assert sorted(plot.curves) == sorted(xs) and len(set(plot.colours.values())) == len(xs)
     qtbot.wait(100)
     image = panel.canvas.render(alpha=False)
-    assert colour_pixels(image, plot.colours[series]) > 2 * 20       # two markers and the legend
-    return mean
+    for series, (at, mean, err) in plot.curves.items():
+        np.testing.assert_allclose(at, xs[series])
+        assert np.all(np.isfinite(mean))
+        assert colour_pixels(image, plot.colours[series]) > 20 * len(at), series
+    return {series: curve[1] for series, curve in plot.curves.items()}
 
 
 def test_cortex_and_cahn_hilliard_studies_run_from_the_dock_and_it_hides_for_a_model_without_studies(
@@ -81,10 +85,11 @@ def test_cortex_and_cahn_hilliard_studies_run_from_the_dock_and_it_hides_for_a_m
     assert form.model_name() == "cortex" and [r.name for r in form.sweep_rows] == ["lambda_tau_e"]
     assert form.steps_label.text() == "time (ms)" and set(form.measures.actions_by_name) == set(
         all_measures(type(window.model)))
+    assert form.others.text() == "L = 16, k = 10, r = 3"           # the running network's size
     drug = form.sweep_row("lambda_tau_e")
     choose(drug.kind, "list")
     type_into(drug.values, "1, 3")
-    type_into(form.others, "L = 16, k = 10, r = 3")
+    form.ramp.setChecked(True)                # up to 3 and back to 1 in one run: two branches
     form.run["equilibrate"].setValue(20)
     form.run["decorrelate"].setValue(10)
     form.run["measurements"].setValue(3)
@@ -93,9 +98,9 @@ def test_cortex_and_cahn_hilliard_studies_run_from_the_dock_and_it_hides_for_a_m
     out = tmp_path / "cortex.csv"
     run_from_the_dock(window, panel, qtbot, out)
     rows = table(out)
-    assert [float(r["lambda_tau_e"]) for r in rows] == [1.0, 3.0] and {r["model"] for r in rows} == {"cortex"}
-    assert all(float(r["rate_e"]) >= 0 and r["mean_eeg"] for r in rows) and rows[0]["k"] == "10"
-    assert_plotted(panel, qtbot, "rate_e", "lambda_tau_e", [1.0, 3.0])
+    assert [(float(r["lambda_tau_e"]), r["branch"]) for r in rows] == [(1.0, "up"), (3.0, "up"), (1.0, "down")]
+    assert all(float(r["rate_e"]) >= 0 and r["mean_eeg"] for r in rows) and {r["k"] for r in rows} == {"10"}
+    assert_plotted(panel, qtbot, "rate_e", "lambda_tau_e", {"up": [1.0, 3.0], "down": [1.0]})
 
     # the window switches to (a small) Cahn-Hilliard: the form follows, and its study runs the same way
     remember(window, "cahn-hilliard", dim=2, L=32, integrator="spectral", dt=1.0)
@@ -114,8 +119,8 @@ def test_cortex_and_cahn_hilliard_studies_run_from_the_dock_and_it_hides_for_a_m
     rows = table(out)
     assert [float(r["phi0"]) for r in rows] == [0.0, 0.2] and {r["L"] for r in rows} == {"32"}
     assert panel.quantity.currentData() == "coarsening_exponent"      # what the model's plot shows first
-    lengths = assert_plotted(panel, qtbot, "final_length", "phi0", [0.0, 0.2])
-    np.testing.assert_allclose(lengths, [float(r["final_length"]) for r in rows])
+    lengths = assert_plotted(panel, qtbot, "final_length", "phi0", {"all": [0.0, 0.2]})
+    np.testing.assert_allclose(lengths["all"], [float(r["final_length"]) for r in rows])
 
     # a model registered without the study capability: the dock goes, its tab with it, and the form never offers it
     from PySide6 import QtWidgets
