@@ -199,6 +199,7 @@ class StudyForm(QtWidgets.QWidget):
         self.model.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model.setMinimumContentsLength(8)
         self.sweep_rows: list[SweepRow] = []
+        self.fields: list[str] = []        # the model's parameters a row may sweep
         sweep = QtWidgets.QWidget()
         self.sweep_layout = QtWidgets.QVBoxLayout(sweep)
         self.sweep_layout.setContentsMargins(0, 0, 0, 0)
@@ -287,12 +288,20 @@ class StudyForm(QtWidgets.QWidget):
         schema = type(model.params)
         values = model.params.model_dump()
         swept = {r.name for r in self.sweep_rows} | {SEED}
-        fixed = {k: v for k, v in values.items() if k not in swept and
-                 (k in schema.variant_fields or v != schema.model_fields[k].default)}
-        self.others.setText(", ".join(f"{k} = {toml_value(v)}" for k, v in fixed.items()))
+        fixed = []
+        for k, v in values.items():
+            if k in swept or (k not in schema.variant_fields and v == schema.model_fields[k].default):
+                continue
+            try:
+                fixed.append(f"{k} = {toml_value(v)}")
+            except ValueError:          # a value a study file cannot hold (None): the schema's default stands
+                continue
+        self.others.setText(", ".join(fixed))
 
-    def add_sweep(self, name: str | None = None, value=None) -> SweepRow:
+    def add_sweep(self, name: str | None = None, value=None) -> SweepRow | None:
         """A new swept parameter (the first one not swept yet, when not named)."""
+        if not self.fields:
+            return None
         row = SweepRow(self.fields)
         swept = {r.name for r in self.sweep_rows}
         name = name or next((f for f in self.fields if f not in swept), self.fields[0])
