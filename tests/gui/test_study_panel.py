@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
-from gui_helpers import type_into  # noqa: E402
+from gui_helpers import choose, type_into  # noqa: E402
 
 from latticelab.app.study_form import ERROR_STYLE  # noqa: E402
 from latticelab.app.study_panel import StudyPanel  # noqa: E402
@@ -220,6 +220,22 @@ def test_the_form_names_the_field_of_a_bad_value_and_study_files_run(make_window
     assert set(form.study().measures) >= {"binder", "heat_capacity", "flipped_fraction"}
     form.measures.set_chosen(["binder", "m2"])
     assert form.study().measures == ("m2", "binder") and form.measures.text() == "m2, binder"   # in the model's order
+
+    # any parameter of the model can be swept, over a log range too; the grid is every combination
+    before = len(form.study().points)
+    form.add_button.click()
+    rewiring = form.sweep_rows[-1]
+    qtbot.waitUntil(rewiring.isVisible, timeout=5000)
+    choose(rewiring.parameter, "p")
+    choose(rewiring.kind, "log")
+    assert not rewiring.values.isVisible() and rewiring.start.isVisible()
+    type_into(rewiring.start, "0.01")
+    type_into(rewiring.stop, "1")
+    rewiring.num.setValue(3)
+    points = form.study().points
+    assert sorted({p.values["p"] for p in points}) == pytest.approx([0.01, 0.1, 1.0]) and len(points) == 3 * before
+    rewiring.remove.click()
+    assert form.sweep_row("p") is None and len(form.study().points) == before
 
     # issue 41 item 24: Start with an empty table field wrote study-ising.csv into the current folder; now it
     # asks (interactive) or says to choose one, and writes nothing
