@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 
 from latticelab.render.study_plots import QUANTITIES
 from latticelab.sim.params import ParameterError
+from latticelab.sim.studies.tc import AXES
 
 BOOTSTRAP = 200                    # samples for the T_c error shown live
-SIZE, TEMPERATURE = "L", "T"       # the Binder analysis's axes (sim/studies/tc.py AXES)
-MOMENTS = ("m2", "m4")
+SIZE, TEMPERATURE = AXES[:2]       # the Binder analysis's size and temperature columns
+MOMENTS = ("m2", "m4")             # the moments of the order parameter it needs
 
 
 @dataclass
