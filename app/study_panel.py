@@ -182,7 +182,7 @@ class StudyPanel(CapabilityDock):
 
     def _plots(self) -> None:
         """Not at the dock's appearance (a tab behind others, seen perhaps never): ahead while the window is idle
-        (``ahead_steps``), or at its first show (``_draw``)."""
+        (``ahead_steps``), or at its first show (``_draw_plot``)."""
 
     def ahead_steps(self):
         """The glyphs of its text, then its plot made, drawn once offscreen and sized, a piece per step, while the
