@@ -91,6 +91,7 @@ SCHEMA = {
     "view/legend": (_bool, True),         # the colour key over the lattice (app/colour_key.py)
     "folders/export": (_text, ""),
     "folders/state": (_text, ""),
+    "folders/study": (_text, ""),         # the Study dock's last study file or table (app/study_panel.py)
 }
 
 _CONVERT = {int: _int, float: _float, str: _text, bool: _bool}

@@ -1,360 +1,78 @@
-"""The Study dock (issue 11): critical-temperature studies run from the window while it keeps simulating.
+"""The Study dock (issues 11 and 42): studies of any model that declares the study capability
+(sim/studies/capability.py), run from the window while it keeps simulating. Hidden for a model without one.
 
-A study is a study file (TOML, sim/studies/spec.py) opened from disk, or one written with the small form here
-(the model -- any registered model whose schema has the study's axes L, T and seed and that gives the Binder
-cumulant --, the sizes L, the temperature range, the seeds, other parameters, and the run settings). The form
-writes the same TOML text a file holds and validates it with ``parse_study``, so its messages are the study
-file's, shown against the field they concern.
-
-The sweep runs in a worker thread through the batch machinery (sim/studies/sweep.py ``run_sweep``): with one
-worker in that thread (the default: a small machine is not swamped), with more on a local Dask cluster of that
-many processes. It writes the same resumable table as ``latticelab sweep``; Pause holds it (inside the running
-point, or on Dask before the next point), Cancel stops it with the finished points kept (Start resumes). As
-rows arrive the plot shows U(T), C_v(T) or chi(T) per L, and, with two or more sizes, the Binder crossing
-T_c with its bootstrap error (sim/studies/tc.py), computed in a second worker thread. "Open results" shows an
-existing table the same way.
+A study is a study file (TOML, sim/studies/spec.py) opened from disk, or one written with the dock's form
+(app/study_form.py: the swept parameters, seeds, run lengths in the model's time units, measures). It runs
+through the batch machinery (sim/studies/sweep.py ``run_sweep``) on the dock's worker thread (app/background.py):
+one point at a time there (the default: a small machine is not swamped), or on a local Dask cluster of that many
+processes. It writes the same resumable, locked and merged table as ``latticelab sweep``. Pause holds it (inside
+the running point, or on Dask before the next point), Cancel stops it with the finished points kept (Start
+resumes). As rows arrive the plot shows a chosen measure against a swept parameter with error bars, one curve per
+value of a second parameter (a ramp's branches two curves); for a table of Binder moments the dock also finds
+T_c from the crossings with its bootstrap error (app/study_results.py), on a second worker thread. "Open
+results" shows an existing table the same way.
 
 Installed with one line: ``study_panel.install(window)``.
 """
 from __future__ import annotations
 
-import logging
-import math
 import os
-import re
-import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
-from latticelab.app.analysis_dock import RIGHT, AnalysisDock, install_dock, labelled_steps, make_canvas, redraw
+from latticelab.app.analysis_dock import (RIGHT, CapabilityDock, install_dock, labelled_steps, make_canvas,
+                                          redraw)
 from latticelab.app.background import Background, Task
-from latticelab.render.plots import one_font_manager, with_font_manager
+from latticelab.app.dialogs import ask_save_path, choose_output
+from latticelab.app.study_form import FORM_NAME, StudyForm
+from latticelab.app.study_results import (Summary, check_table_rows, describe_result, is_binder_view,
+                                          plot_choices, summarise)
+from latticelab.render.plots import glyph_steps
 from latticelab.render.study_plots import QUANTITIES, StudyPlot
-from latticelab.sim.io import OutputError, free_path, write_atomic
+from latticelab.sim.io import OutputError, write_atomic
 from latticelab.sim.models import get_model, model_names
 from latticelab.sim.params import ParameterError
 from latticelab.sim.studies import Study, StudyError, load_study, parse_study
+from latticelab.sim.studies.capability import all_measures, capability, plot_hint
 from latticelab.sim.studies.progress import SweepProgress, format_duration
-from latticelab.sim.studies.spec import RunSettings, study_text
 from latticelab.sim.studies.sweep import SweepControl, parse_row, run_sweep
 
-log = logging.getLogger(__name__)
-
-AXES = ("L", "T", "seed")          # what the study's curves are drawn over (tc.py)
-BOOTSTRAP = 200                    # samples for the T_c error shown live
-FORM_NAME = "study form"           # the "path" of a study written with the form, in messages
-ERROR_STYLE = "border: 1px solid #e05050;"
+REFRESH_MS = 500                   # how often the dock looks at the window's model (shown for it or not)
+FOLDER_KEY = "folders/study"       # the folder of the last study file or table (app/settings.py)
+TABLES = "Results tables (*.csv *.parquet)"
 
 
-def eligible_models() -> list[str]:
-    """Registered models a study of this panel can run: their schema has L, T and seed, and they give the
-    Binder cumulant (sim/analysis/critical.py ``measurer``)."""
-    from latticelab.sim.analysis.critical import measurer
-    names = []
-    for name in model_names():
-        cls = get_model(name)
-        if all(a in cls.Params.model_fields for a in AXES) and "binder" not in measurer(cls).missing:
-            names.append(name)
-    return names
+def _model_class(name):
+    return get_model(name) if name in model_names() else None
 
 
-# ==== the form ===============================================================================================
-def _number_list(text: str, kind, key: str, example: str) -> tuple[list, list]:
-    """'4, 6 8' -> [4, 6, 8]; problems as (key, None, message)."""
-    parts = [p for p in re.split(r"[,\s;]+", text.strip()) if p]
-    if not parts:
-        return [], [(key, None, f"is empty; give values separated by commas, e.g. {example}")]
-    values = []
-    for part in parts:
-        try:
-            values.append(kind(part))
-        except ValueError:
-            what = "whole numbers" if kind is int else "numbers"
-            return [], [(key, None, f"must be {what} separated by commas, e.g. {example}; got {part!r}")]
-    return values, []
-
-
-class StudyForm(QtWidgets.QWidget):
-    """A small form that writes a study file: model, L, T range, seeds, other parameters, run settings."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        layout = QtWidgets.QFormLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        self.model = QtWidgets.QComboBox(objectName="study_model")
-        for name in eligible_models():
-            self.model.addItem(get_model(name).title, name)
-        self.model.setToolTip("Any registered model with lattice size L, temperature T and seed parameters")
-        self.model.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.model.setMinimumContentsLength(8)
-        self.sizes = QtWidgets.QLineEdit("8, 16", objectName="study_L", minimumWidth=60)
-        self.sizes.setToolTip("Lattice sizes L, separated by commas: one curve each; two or more give T_c")
-        self.t_from = self._double("study_T_from", 2.0)
-        self.t_to = self._double("study_T_to", 2.5)
-        self.t_count = QtWidgets.QSpinBox(objectName="study_T_count", minimum=1, maximum=1000, value=6)
-        self.t_count.setButtonSymbols(QtWidgets.QAbstractSpinBox.ButtonSymbols.NoButtons)
-        temps = QtWidgets.QHBoxLayout()
-        for label, w in (("from", self.t_from), ("to", self.t_to), ("n", self.t_count)):
-            temps.addWidget(QtWidgets.QLabel(label))
-            temps.addWidget(w, 1)
-            w.setMinimumWidth(44)        # narrower than the spin box's own hint: the dock is narrow
-        self.seeds = QtWidgets.QLineEdit("1, 2", objectName="study_seeds")
-        self.seeds.setToolTip("Random seeds; each (L, T) is measured once per seed (errors of T_c from them)")
-        self.others = QtWidgets.QLineEdit(objectName="study_parameters", minimumWidth=60)
-        self.others.setToolTip("Other parameters of the model as TOML, key = value separated by commas; a "
-                               "[list] makes that parameter vary over the grid too")
-        run_fields = RunSettings.model_fields
-        self.run = {}
-        defaults = {"equilibrate": 500, "decorrelate": 1, "measurements": 1000}
-        for name, default in defaults.items():
-            low = next((m.ge for m in run_fields[name].metadata if hasattr(m, "ge")), 0)
-            box = QtWidgets.QSpinBox(objectName=f"study_{name}", minimum=int(low), maximum=10_000_000,
-                                     value=default)
-            box.setToolTip(run_fields[name].description or name)
-            box.setButtonSymbols(QtWidgets.QAbstractSpinBox.ButtonSymbols.NoButtons)
-            self.run[name] = box
-        self.backend = QtWidgets.QComboBox(objectName="study_backend")
-        for choice in run_fields["backend"].annotation.__args__:
-            self.backend.addItem(choice)
-        self.rows = {"model": ("model", self.model), "grid.L": ("sizes L", self.sizes),
-                     "grid.T": ("T range", temps), "grid.seed": ("seeds", self.seeds),
-                     "parameters": ("other parameters", self.others)}
-        short = {"other parameters": "parameters"}       # the form's labels; messages use the long ones
-        for label, widget in self.rows.values():
-            layout.addRow(short.get(label, label), widget)
-        steps = QtWidgets.QHBoxLayout()
-        for name, box in self.run.items():
-            steps.addWidget(QtWidgets.QLabel({"equilibrate": "equil.", "decorrelate": "apart",
-                                              "measurements": "meas."}[name]))
-            steps.addWidget(box, 1)
-            box.setMinimumWidth(44)
-        layout.addRow("steps", steps)
-        layout.addRow("backend", self.backend)
-        self.measures = QtWidgets.QLineEdit(objectName="study_measures", minimumWidth=60)
-        self.measures.setToolTip("The measures to record, separated by commas; empty: every measure the model has")
-        layout.addRow("measures", self.measures)
-        self.model.currentIndexChanged.connect(lambda _: self._model_changed())
-        self._model_changed()
-
-    @staticmethod
-    def _double(name: str, value: float) -> QtWidgets.QDoubleSpinBox:
-        box = QtWidgets.QDoubleSpinBox(objectName=name, decimals=4, minimum=-1e4, maximum=1e4, value=value)
-        box.setSingleStep(0.01)
-        box.setButtonSymbols(QtWidgets.QAbstractSpinBox.ButtonSymbols.NoButtons)
-        return box
-
-    def model_name(self) -> str | None:
-        return self.model.currentData()
-
-    def _model_changed(self) -> None:
-        name = self.model_name()
-        if name is None:
-            return
-        schema = get_model(name).Params
-        names = [n for n in schema.model_fields if n not in AXES][:2]
-        self.others.setPlaceholderText(", ".join(f"{n} = …" for n in names))
-        from latticelab.sim.studies.capability import all_measures
-        self.measures.setPlaceholderText("all: " + ", ".join(all_measures(get_model(name))))
-
-    def fill_from(self, model) -> None:
-        """Take the running model's kind, its variant fields (e.g. a dimension) and T as starting values."""
-        index = self.model.findData(model.name)
-        if index < 0:
-            return
-        self.model.setCurrentIndex(index)
-        values = model.params.model_dump()
-        variant = {k: values[k] for k in type(model.params).variant_fields if k in values}
-        from latticelab.sim.studies.spec import toml_value
-        self.others.setText(", ".join(f"{k} = {toml_value(v)}" for k, v in variant.items()))
-        T = float(values.get("T", self.t_from.value()))
-        self.t_from.setValue(round(0.95 * T, 4))
-        self.t_to.setValue(round(1.05 * T, 4))
-
-    # ---- the study file it writes --------------------------------------------------------------------------
-    def sections(self) -> tuple[dict, dict, dict, list]:
-        """(parameters, grid, run, problems found before the schema looks at them)."""
-        problems = []
-        sizes, p = _number_list(self.sizes.text(), int, "grid.L", "8, 16, 32")
-        problems += p
-        seeds, p = _number_list(self.seeds.text(), int, "grid.seed", "1, 2, 3")
-        problems += p
-        parameters, grid = {}, {}
-        text = self.others.text().strip()
-        if text:
-            try:
-                others = tomllib.loads(f"value = {{{text}}}")["value"]
-            except tomllib.TOMLDecodeError as exc:
-                others = {}
-                problems.append(("parameters", None, f"must be key = value pairs separated by commas (TOML); "
-                                                     f"{str(exc).split(' (at')[0]}"))
-            for key, value in others.items():
-                if key in AXES:
-                    problems.append((f"parameters.{key}", None, "is set by its own field of the form"))
-                elif isinstance(value, list):
-                    grid[key] = value
-                else:
-                    parameters[key] = value
-        grid = {"L": sizes, "T": {"start": self.t_from.value(), "stop": self.t_to.value(),
-                                  "num": self.t_count.value()}, "seed": seeds, **grid}
-        run = {name: box.value() for name, box in self.run.items()}
-        run["backend"] = self.backend.currentText()
-        measures = [m for m in re.split(r"[,\s;]+", self.measures.text().strip()) if m]
-        if measures:
-            run["measures"] = measures
-        return parameters, grid, run, problems
-
-    def text(self) -> str:
-        parameters, grid, run, problems = self.sections()
-        if problems:
-            raise StudyError(FORM_NAME, problems)
-        return study_text(self.model_name() or "", parameters, grid, run)
-
-    def study(self) -> Study:
-        """The validated study, or StudyError whose problems the form has marked on its fields."""
-        self.mark_problems([])
-        try:
-            return parse_study(self.text(), FORM_NAME)
-        except StudyError as exc:
-            self.mark_problems(exc.problems)
-            raise
-
-    def widget_for(self, key: str) -> QtWidgets.QWidget | None:
-        if key.startswith("run."):
-            name = key.split(".")[1]
-            return self.run.get(name) or {"backend": self.backend, "measures": self.measures}.get(name)
-        if key.startswith("grid.T"):
-            return self.t_count if key.endswith(".num") else self.t_from
-        if key in ("grid.L", "grid.seed", "model"):
-            return self.rows[key][1]
-        if key.startswith(("parameters", "grid.")):
-            return self.others
-        return None
-
-    def label_for(self, key: str) -> str:
-        for prefix, (label, _) in self.rows.items():
-            if key == prefix or key.startswith(prefix + "."):
-                return f"{label} ({key})"
-        if key.startswith("grid."):
-            return f"other parameters ({key})"
-        return key
-
-    def mark_problems(self, problems) -> None:
-        marked = {self.widget_for(key) for key, _, _ in problems} - {None}
-        for widget in self.findChildren(QtWidgets.QWidget):
-            if widget.styleSheet() == ERROR_STYLE and widget not in marked:
-                widget.setStyleSheet("")
-        for widget in marked:
-            widget.setStyleSheet(ERROR_STYLE)
-
-    def describe(self, problems) -> str:
-        """One line per problem, named by the form's label and the study key: 'sizes L (grid.L): ...'."""
-        lines = []
-        for key, _, message in problems:
-            lines.append(f"{self.label_for(key)}: {message}")
-        return "\n".join(lines)
-
-
-# ==== the results shown ===========================================================================================
-@dataclass
-class GroupView:
-    """What the plot shows of one group of rows (one value of every parameter but L, T and seed)."""
-    name: str
-    curves: dict          # quantity -> L -> (T, mean, err)
-    result: object        # tc.GroupResult
-    rows: int = 0
-
-
-@dataclass
-class Summary:
-    groups: list = field(default_factory=list)
-    rows: int = 0
-
-
-def summarise(rows: list[dict], n_boot: int = BOOTSTRAP) -> Summary:
-    """Curves and T_c of every group of rows (runs in a worker thread)."""
-    from latticelab.sim.studies import tc
-    if not rows or not {"L", "T", "m2", "m4"} <= set(rows[0]):
-        return Summary([], len(rows))            # no Binder cumulant: the plots need no analysis
-    groups = tc.group_rows(rows)
-    results = []
-    for key, group in groups.items():
-        result = tc.analyse_group(group, n_boot=n_boot)
-        result.label = dict(key)
-        results.append((result, group))
-    varying = tc.varying_keys([r for r, _ in results])
-    views = []
-    for result, group in results:
-        name = ", ".join(f"{k}={v}" for k, v in result.label.items() if k in varying and k != "model") or "all"
-        curves = {q: tc.curve_points(group, q) for q in QUANTITIES}
-        views.append(GroupView(name, curves, result, len(group)))
-    return Summary(views, len(rows))
-
-
-def check_table_rows(path, rows) -> list[dict]:
-    """The rows of a results table fit to show (a Binder table's impossible and repeated rows dropped, tc.py);
-    a file that is not a table of 'latticelab sweep' raises ParameterError."""
-    from latticelab.sim.studies.curves import measure_columns
-    if rows and ("model" not in rows[0] or not measure_columns(rows)):
-        raise ParameterError("table", f"{path} is not a results table of 'latticelab sweep' (no model column or "
-                                      "no measure with its _err column)")
-    if rows and {"L", "T", "m2", "m4"} <= set(rows[0]):
-        from latticelab.sim.studies.tc import validate_rows
-        rows, _ = validate_rows(rows, path)
-    return rows
-
-
-# ==== the sweep thread =============================================================================================
-class SweepThread(QtCore.QThread):
-    """``run_sweep`` off the GUI thread; rows arrive as signals (queued to the GUI thread)."""
-    claimed = QtCore.Signal(object, object)     # rows already in the table (typed), points still to run
-    row = QtCore.Signal(object)
-    done = QtCore.Signal(object)                # SweepResult
-    failed = QtCore.Signal(str)
-
-    def __init__(self, study: Study, out: Path, workers: int, parent=None):
-        super().__init__(parent)
-        self.study, self.out, self.workers = study, out, workers
-        self.control = SweepControl()
-
-    def run(self) -> None:
-        try:
-            result = run_sweep(self.study, self.out, workers=None if self.workers <= 1 else self.workers,
-                               progress=False, control=self.control, on_row=self.row.emit,
-                               on_start=lambda rows, todo: self.claimed.emit([parse_row(r) for r in rows], todo))
-        except (OutputError, ParameterError) as exc:
-            self.failed.emit(str(exc))
-        except Exception as exc:                 # reported in the dock; the window goes on
-            log.exception("study sweep")
-            self.failed.emit(f"{type(exc).__name__}: {exc}")
-        else:
-            self.done.emit(result)
-
-
-# ==== the dock =====================================================================================================
-class StudyPanel(AnalysisDock):
+class StudyPanel(CapabilityDock):
+    WHAT = "study"
     state_changed = QtCore.Signal(str)     # "running", "paused", "finished", "cancelled", "failed", "idle"
     row_arrived = QtCore.Signal(object)
     shown = QtCore.Signal()                # the plot shows the latest analysis
 
-    def __init__(self, window=None, parent=None):
-        super().__init__("Study", "study_dock", parent)
-        self.window = window
-        self.interactive = window is not None and bool(window.interactive)
-        self.folder = Path.cwd()
+    def __init__(self, window):
+        super().__init__("Study", "study_dock", window)
+        self.interactive = bool(window.interactive)
         self.study: Study | None = None
         self.output: Path | None = None
         self.rows: list[dict] = []
         self.summary: Summary | None = None
         self.state = "idle"
         self.progress = SweepProgress()
-        self._sweep: SweepThread | None = None
+        self.plot = None
+        self._sweep: Task | None = None          # the running sweep
+        self._control: SweepControl | None = None
         self._analysis: Task | None = None       # the live analysis running now
         self._analysis_wanted = False             # rows came in meanwhile: analyse again when it is done
+        self.sweeper = Background(self, "latticelab-study-sweep")
         self.background = Background(self, "latticelab-study-analysis")
         self._generation = 0                      # bumped by each new study or table: older results are dropped
-        self._start()
+        self._version = 0                         # bumped by each change of what the plot shows
+        self._followed = None                     # the model class the form was last filled from
+        self._start(REFRESH_MS, when_shown=self._draw_now)
         self.tick = QtCore.QTimer(self, interval=500)
         self.tick.timeout.connect(self._show_progress)
         self._set_state("idle")
@@ -366,17 +84,26 @@ class StudyPanel(AnalysisDock):
         button.setToolTip(tip)
         return button
 
+    def _row(self, *widgets) -> QtWidgets.QHBoxLayout:
+        row = QtWidgets.QHBoxLayout()
+        for widget in widgets:
+            if isinstance(widget, str):
+                row.addWidget(QtWidgets.QLabel(widget))
+            elif isinstance(widget, tuple):
+                row.addWidget(*widget)
+            else:
+                row.addWidget(widget)
+        return row
+
     def _build(self) -> None:
-        outer = self._body()
-        files = QtWidgets.QHBoxLayout()
+        outer = self._layout = self._body()
         self.open_study_button = self._button("Open study…", "study_open", self.open_study_dialog,
                                               "Run a study file (TOML): model, [parameters], [grid], [run]")
         self.save_study_button = self._button("Save study…", "study_save", self.save_study_dialog,
                                               "Write the form below as a study file for 'latticelab sweep'")
         self.open_results_button = self._button("Open results…", "study_results", self.open_results_dialog,
                                                 "Show the plots of an existing results table (.csv/.parquet)")
-        for b in (self.open_study_button, self.save_study_button, self.open_results_button):
-            files.addWidget(b)
+        files = self._row(self.open_study_button, self.save_study_button, self.open_results_button)
         files.addStretch(1)
         outer.addLayout(files)
 
@@ -387,31 +114,24 @@ class StudyPanel(AnalysisDock):
         scroll.setWidget(box)
         scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMaximumHeight(box.sizeHint().height() + 8)
+        scroll.setMaximumHeight(box.sizeHint().height() + 40)
         outer.addWidget(scroll)
 
-        where = QtWidgets.QHBoxLayout()
         self.output_edit = QtWidgets.QLineEdit(objectName="study_output")
-        self.output_edit.setPlaceholderText("results table (.csv or .parquet); default: a new name")
+        self.output_edit.setPlaceholderText("results table (.csv or .parquet); Start asks")
         self.output_edit.setToolTip("An existing table of the same study is resumed, never overwritten")
-        where.addWidget(QtWidgets.QLabel("table"))
-        where.addWidget(self.output_edit, 1)
         self.workers = QtWidgets.QSpinBox(objectName="study_workers", minimum=1, maximum=max(os.cpu_count() or 1, 1),
                                           value=1)
         self.workers.setToolTip("1: one point at a time in a background thread; more: a Dask cluster of that "
                                 "many worker processes on this machine")
-        where.addWidget(QtWidgets.QLabel("workers"))
-        where.addWidget(self.workers)
-        outer.addLayout(where)
+        outer.addLayout(self._row("table", (self.output_edit, 1), "workers", self.workers))
 
-        buttons = QtWidgets.QHBoxLayout()
         self.start_button = self._button("Start", "study_start", self.start_from_form,
                                          "Run the form's study (an existing table of it is resumed)")
         self.pause_button = self._button("Pause", "study_pause", self.toggle_pause, "Hold the sweep")
         self.cancel_button = self._button("Cancel", "study_cancel", self.cancel,
                                           "Stop; the finished points stay in the table (Start resumes)")
-        for b in (self.start_button, self.pause_button, self.cancel_button):
-            buttons.addWidget(b)
+        buttons = self._row(self.start_button, self.pause_button, self.cancel_button)
         buttons.addStretch(1)
         outer.addLayout(buttons)
         self.progress_bar = QtWidgets.QProgressBar(objectName="study_progress", minimum=0, maximum=1, value=0)
@@ -419,73 +139,84 @@ class StudyPanel(AnalysisDock):
         self.status = QtWidgets.QLabel("", objectName="study_status", wordWrap=True)
         self.status.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         outer.addWidget(self.status)
+        self.info = self.status                  # where CapabilityDock says a failed update
 
-        show = QtWidgets.QHBoxLayout()
         self.quantity = QtWidgets.QComboBox(objectName="study_quantity")
-        for key, (title, _) in QUANTITIES.items():
-            self.quantity.addItem(title, key)
-        self.quantity.currentIndexChanged.connect(lambda _: self._draw())
+        self.quantity.setToolTip("The measure plotted (a column of the table), with its error bars")
         self.group = QtWidgets.QComboBox(objectName="study_group")
-        self.group.setToolTip("Which group of points (one value of each parameter but L, T and seed)")
-        self.group.currentIndexChanged.connect(lambda _: self._draw())
-        show.addWidget(QtWidgets.QLabel("show"))
-        show.addWidget(self.quantity, 1)
-        show.addWidget(self.group, 1)
-        outer.addLayout(show)
-        axes = QtWidgets.QHBoxLayout()
+        self.group.setToolTip("Which group of points (one value of each parameter but the size, the "
+                              "temperature and the seed)")
         self.x_param = QtWidgets.QComboBox(objectName="study_x")
         self.x_param.setToolTip("The parameter along the plot's x axis (any parameter the table varies)")
         self.by_param = QtWidgets.QComboBox(objectName="study_by")
         self.by_param.setToolTip("One curve per value of this parameter (a ramp's up and down branches are "
                                  "always two curves)")
-        for box in (self.x_param, self.by_param):
-            box.currentIndexChanged.connect(lambda _: self._draw())
-        axes.addWidget(QtWidgets.QLabel("against"))
-        axes.addWidget(self.x_param, 1)
-        axes.addWidget(QtWidgets.QLabel("by"))
-        axes.addWidget(self.by_param, 1)
-        outer.addLayout(axes)
+        for box in (self.quantity, self.group, self.x_param, self.by_param):
+            box.currentIndexChanged.connect(lambda _: self._changed())
+        outer.addLayout(self._row("show", (self.quantity, 1), (self.group, 1)))
+        outer.addLayout(self._row("against", (self.x_param, 1), "by", (self.by_param, 1)))
         self.result_label = QtWidgets.QLabel("", objectName="study_result", wordWrap=True)
         self.result_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         outer.addWidget(self.result_label)
-
         # the plot is made later (its axes and fonts cost a noticeable part of a second): ahead, a piece per step,
-        # while the window is idle (``_canvas_steps``), or at the dock's first show what is left
-        self.canvas = self.plot = None
-        self._plot_layout = outer
-        self._plot_iter = None
-        self.visibilityChanged.connect(lambda visible: visible and self._draw())
+        # while the window is idle (``ahead_steps``, or ``stage_for`` a coming model), or at the dock's first show
 
-    def _canvas_steps(self):
-        """The steps making the canvas and its plot (shared by the window's preparation and a first show)."""
-        if self._plot_iter is None:
-            self._plot_iter = self._plot_pieces()
-        return self._plot_iter
+    # ---- the capability: shown for models that declare it ---------------------------------------------------------
+    def applies_to(self, model_class) -> bool:
+        return capability(model_class) is not None
 
-    def _plot_pieces(self):
-        with one_font_manager(self.fonts):
-            # cached: its first picture drawn a part per paint, the background shown until then
-            canvas = make_canvas("study_canvas", (520, 340), (320, 220), cached=True)
-            pieces = StudyPlot.in_steps(canvas.central_widget.add_grid(spacing=4, margin=4))
+    def _set_available(self, model) -> None:
+        self._show_for(self.applies_to(type(model)) or self.running)     # a running study stays in sight
+        if type(model) is not self._followed and self.available and not self.running:
+            self._followed = type(model)
+            self.form.fill_from(model)           # the form starts from the running model's study
+
+    def _plot_steps(self):
+        canvas = make_canvas("study_canvas", (520, 340), (320, 220), cached=True)
         yield "canvas"
-        plot = yield from labelled_steps(with_font_manager(pieces, self.fonts), "plot")
-        self._plot_layout.addWidget(canvas.native, 1)
+        grid = canvas.central_widget.add_grid(spacing=4, margin=4)
+        plot = yield from labelled_steps(StudyPlot.in_steps(grid), "plot")
+        self._layout.addWidget(canvas.native, 1)
         self.canvas, self.plot = canvas, plot
+        yield "placed"
 
-    def _make_plot(self) -> None:
-        for _ in self._canvas_steps():
-            pass
+    def _plots(self) -> None:
+        """Not at the dock's appearance (a tab behind others, seen perhaps never): ahead while the window is idle
+        (``ahead_steps``), or at its first show (``_draw_plot``)."""
+
+    def ahead_steps(self):
+        """The glyphs of its text, then its plot made, drawn once offscreen and sized, a piece per step, while the
+        window is idle (app/main_window.py ``_stage_ahead``); stops when the dock is shown meanwhile."""
+        if self.fonts is not None:
+            for what in glyph_steps(self.fonts):
+                yield what
+                if self.on_screen():
+                    return
+        for what in self._plot_pieces():
+            yield what
+            if self.on_screen():
+                return
+        self.prepared_ahead = True
+
+    def _take(self, model):
+        return self._version
+
+    def _draw(self, model) -> None:
+        self._draw_plot()
+
+    def _changed(self) -> None:
+        """What the plot shows changed: drawn now when the dock is seen, else at its show."""
+        self._version += 1
+        if self.on_screen():
+            self._draw_plot()
 
     # ---- messages ------------------------------------------------------------------------------------------------
     def _message(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
+        self.status.setStyleSheet("color: #e07070;" if error else "")
         if error:
             self.last_error = text
-            self.status.setStyleSheet("color: #e07070;")
-        else:
-            self.status.setStyleSheet("")
-        if self.window is not None:
-            self.window.show_message(f"study: {text.splitlines()[0] if text else ''}", error=error)
+        self.window.show_message(f"study: {text.splitlines()[0] if text else ''}", error=error)
 
     def _set_state(self, state: str) -> None:
         self.state = state
@@ -504,7 +235,7 @@ class StudyPanel(AnalysisDock):
 
     # ---- starting ------------------------------------------------------------------------------------------------
     def start_from_form(self, output=None) -> bool:
-        """Validate the form's study and run it; a problem is shown against its field and nothing runs."""
+        """Validate the form's study and run it; a problem is shown against its widget and nothing runs."""
         try:
             study = self.form.study()
         except StudyError as exc:
@@ -513,8 +244,8 @@ class StudyPanel(AnalysisDock):
         return self.start_study(study, output)
 
     def start_study(self, path_or_spec, output=None) -> bool:
-        """Run a study (a file path, its TOML text or a parsed Study) into ``output`` (default: beside a study
-        file, with its name and .csv, as ``latticelab sweep``; for the form, a new name in the last folder)."""
+        """Run a study (a file path, its TOML text or a parsed Study) into ``output`` (default: the table field;
+        beside a study file, with its name and .csv, as ``latticelab sweep``; else the user is asked)."""
         if self.running:
             self._message("a study is running; cancel it first", error=True)
             return False
@@ -529,52 +260,61 @@ class StudyPanel(AnalysisDock):
             self._message(str(exc), error=True)
             return False
         output = output or self.output_edit.text().strip() or None
+        if output is None and study.path not in (FORM_NAME, "<study>") and Path(study.path).suffix == ".toml":
+            output = Path(study.path).with_suffix(".csv")
         if output is None:
-            if study.path not in (FORM_NAME, "<study>") and Path(study.path).suffix == ".toml":
-                output = Path(study.path).with_suffix(".csv")
-            else:
-                # never a file the user did not choose: ask where (scripted: say so, nothing runs)
-                output = self._dialog("Results table", "Results tables (*.csv *.parquet)", save=True,
-                                      name=f"study-{study.model}.csv", confirm=True)
-                if output is None:
-                    self._message("table: choose the results table first (the field 'table', or Start asks "
-                                  "where)", error=True)
-                    return False
-                self.output_edit.setText(str(output))      # so Start after a Cancel resumes this table
-        output = Path(output)
+            # never a file the user did not choose: ask where (scripted: say so, nothing runs)
+            output = self._ask_table(f"study-{study.model}.csv")
+            if output is None:
+                self._message("table: choose the results table first (the field 'table', or Start asks "
+                              "where)", error=True)
+                return False
+            self.output_edit.setText(str(output))      # so Start after a Cancel resumes this table
+        self._run(study, Path(output))
+        return True
+
+    def _run(self, study: Study, output: Path) -> None:
         self.study, self.output = study, output
-        self._generation += 1
-        self._analysis_wanted = False
-        self.rows = []
-        self.summary = None
-        self.progress = SweepProgress()
+        self._new_rows([])
         self.progress_bar.setRange(0, len(study.points))
         self.progress_bar.setValue(0)
         unavailable = "; ".join(f"{q} unavailable: {why}" for q, why in study.unavailable.items())
-        self._message(f"{len(study.points)} points of {study.model} -> {output}" + (f"\n{unavailable}" if unavailable
-                                                                                  else ""))
-        self._draw()
-        sweep = SweepThread(study, output, self.workers.value(), self)
-        sweep.claimed.connect(self._claimed)
-        sweep.row.connect(self._row)
-        sweep.done.connect(self._done)
-        sweep.failed.connect(self._failed)
-        sweep.finished.connect(self._sweep_finished)
-        self._sweep = sweep
+        self._message(f"{len(study.points)} points of {study.model} -> {output}"
+                      + (f"\n{unavailable}" if unavailable else ""))
+        self._fill_choices()
+        control = self._control = SweepControl()
+        workers = self.workers.value()
+
+        def sweep(task):
+            try:
+                return run_sweep(study, output, workers=None if workers <= 1 else workers, progress=False,
+                                 control=control, on_row=lambda row: task.emit(("row", row)),
+                                 on_start=lambda rows, todo: task.emit(("claimed", rows, todo)))
+            except (OutputError, ParameterError) as exc:      # said in the dock, no traceback needed
+                return str(exc)
+
+        self._sweep = self.sweeper.run(sweep, self._done, self._failed, self._progress, self._sweep_finished,
+                                       what="study sweep")
         self._set_state("running")
-        sweep.start()
         self.tick.start()
-        return True
 
-    def _claimed(self, rows: list, todo: list) -> None:
-        self.progress.start(todo, len(self.study.points) - len(todo))
-        self.rows = list(rows)
-        self._show_progress()
-        if rows:
-            self._analyse()
+    def _new_rows(self, rows: list[dict]) -> None:
+        self._generation += 1
+        self._analysis_wanted = False
+        self.rows = rows
+        self.summary = None
+        self.progress = SweepProgress()
 
-    def _row(self, row: dict) -> None:
-        row = parse_row(row)            # as it reads back from the table, so a reopened table plots the same
+    def _progress(self, event) -> None:
+        if event[0] == "claimed":
+            _, rows, todo = event
+            self.progress.start(todo, len(self.study.points) - len(todo))
+            self.rows = [parse_row(r) for r in rows]
+            self._show_progress()
+            if rows:
+                self._analyse()
+            return
+        row = parse_row(event[1])       # as it reads back from the table, so a reopened table plots the same
         self.rows.append(row)
         self.progress.finished(row)
         self._show_progress()
@@ -582,6 +322,9 @@ class StudyPanel(AnalysisDock):
         self.row_arrived.emit(row)
 
     def _done(self, result) -> None:
+        if isinstance(result, str):
+            self._failed(result)
+            return
         where = f"{result.csv_path}" + (f" and {result.parquet_path.name}" if result.parquet_path else "")
         if result.cancelled:
             text = f"cancelled: {self.progress.done} of {self.progress.total} points in {where}; Start resumes"
@@ -599,8 +342,8 @@ class StudyPanel(AnalysisDock):
         self._message(f"the study stopped: {text}", error=True)
         self._set_state("failed")
 
-    def _sweep_finished(self) -> None:
-        self._sweep = None
+    def _sweep_finished(self, task) -> None:
+        self._sweep = self._control = None
         self.tick.stop()
         if self.state in ("running", "paused"):
             self._set_state("idle")
@@ -612,19 +355,14 @@ class StudyPanel(AnalysisDock):
             return
         self.progress_bar.setRange(0, p.total)
         self.progress_bar.setValue(p.done)
-        if self.state == "paused":
-            left = "paused"
-        elif self.state == "running":
-            left = f"{format_duration(p.time_left())} left"
-        else:
-            left = ""
+        left = {"paused": "paused", "running": f"{format_duration(p.time_left())} left"}.get(self.state, "")
         self.progress_bar.setFormat(f"{p.done} / {p.total} points" + (f" · {left}" if left else ""))
 
     # ---- pause / cancel ------------------------------------------------------------------------------------------
     def toggle_pause(self) -> None:
-        if self._sweep is None:
+        control = self._control
+        if control is None:
             return
-        control = self._sweep.control
         if control.paused:
             control.resume()
             self._set_state("running")
@@ -634,17 +372,17 @@ class StudyPanel(AnalysisDock):
         self._show_progress()
 
     def cancel(self) -> None:
-        if self._sweep is not None:
-            self._sweep.control.cancel()
+        if self._control is not None:
+            self._control.cancel()
             self.cancel_button.setEnabled(False)
 
     def shutdown(self) -> None:
         """Cancel and wait for the workers (the window is closing)."""
         super().shutdown()
         self.tick.stop()
-        if self._sweep is not None:
-            self._sweep.control.cancel()
-            self._sweep.wait()
+        if self._control is not None:
+            self._control.cancel()
+        self.sweeper.shutdown(wait=True)
         self.background.shutdown(wait=True)
 
     # ---- results ---------------------------------------------------------------------------------------------------
@@ -661,8 +399,7 @@ class StudyPanel(AnalysisDock):
             self._message(f"table: {path.name} must end in .csv or .parquet", error=True)
             return False
         self.study, self.output = None, path
-        self.rows = []
-        self.progress = SweepProgress()
+        self._new_rows([])
         self._message(f"reading {path} …")
 
         def job(task):
@@ -670,8 +407,6 @@ class StudyPanel(AnalysisDock):
             rows = check_table_rows(path, load_rows(path))
             return rows, summarise(rows)
 
-        self._generation += 1
-        self._analysis_wanted = False
         self._start_worker(job, lambda result: self._opened(path, *result), "not opened")
         return True
 
@@ -687,8 +422,7 @@ class StudyPanel(AnalysisDock):
             return
         self._analysis_wanted = False
         rows = list(self.rows)
-        self._analysis = self._start_worker(lambda task: summarise(rows), self._show_summary,
-                                            "analysis failed")
+        self._analysis = self._start_worker(lambda task: summarise(rows), self._show_summary, "analysis failed")
 
     def _start_worker(self, job, on_done, failure: str) -> Task:
         """Run ``job`` in a worker thread (app/background.py); its result goes to ``on_done`` unless a newer
@@ -705,11 +439,20 @@ class StudyPanel(AnalysisDock):
             if self._analysis_wanted:
                 self._analyse()
 
+    def _table_model(self):
+        """The model class of the rows shown (or of the study running), None when unknown."""
+        name = self.rows[0].get("model") if self.rows else self.study.model if self.study else None
+        return _model_class(name)
+
     def _fill_choices(self) -> None:
         """The measures and parameters of the rows shown, in the show / against / by boxes (choices kept)."""
-        from latticelab.sim.studies.curves import measure_columns, varying_parameters
-        measures = measure_columns(self.rows) or list(QUANTITIES)
-        params = [p for p in varying_parameters(self.rows) if p != "seed"] or ["T"]
+        cls = self._table_model()
+        hint = plot_hint(cls) if cls is not None else {}
+        labels = {k: m.label for k, m in all_measures(cls).items()} if cls is not None else {}
+        study = self.study
+        measures, params, by = plot_choices(self.rows, hint, study.measures if study else (),
+                                            (*study.grid_keys, *([study.ramp] if study.ramp else []))
+                                            if study else ())
 
         def refill(box, items, preferred, blank=False):
             current = box.currentData()
@@ -718,15 +461,15 @@ class StudyPanel(AnalysisDock):
                 if blank:
                     box.addItem("—", None)
                 for key in items:
-                    box.addItem(QUANTITIES[key][0] if box is self.quantity and key in QUANTITIES else key, key)
+                    box.addItem(QUANTITIES[key][0] if box is self.quantity and key in QUANTITIES
+                                else labels.get(key, key) if box is self.quantity else key, key)
                 keep = box.findData(current) if current is not None else -1
-                choice = keep if keep >= 0 else next((box.findData(k) for k in preferred if box.findData(k) >= 0), 0)
-                box.setCurrentIndex(max(choice, 0))
-        refill(self.quantity, measures, ("binder", "spectral_entropy", "coarsening_exponent"))
-        refill(self.x_param, params, ("T",))
+                choice = keep if keep >= 0 else box.findData(preferred) if preferred is not None else -1
+                box.setCurrentIndex(choice if choice >= 0 else 0)
+        refill(self.quantity, measures, measures[0] if measures else None)
+        refill(self.x_param, params, params[0] if params else None)
         x = self.x_param.currentData()
-        sizes = ["L"] if self.rows and "L" in self.rows[0] and "L" not in params else []   # Binder curves by L
-        refill(self.by_param, [p for p in params if p != x] + sizes, ("L",) if x == "T" else (), blank=True)
+        refill(self.by_param, [p for p in by if p != x], hint.get("by"), blank=True)
 
     def _show_summary(self, summary: Summary) -> None:
         self._fill_choices()
@@ -736,80 +479,89 @@ class StudyPanel(AnalysisDock):
             self.group.clear()
             for view in summary.groups:
                 self.group.addItem(view.name)
-            index = self.group.findText(current)
-            self.group.setCurrentIndex(max(index, 0))
-        self._draw()
+            self.group.setCurrentIndex(max(self.group.findText(current), 0))
+        self._changed()
         if summary.rows == len(self.rows) and not self._analysis_wanted:
             self.shown.emit()
 
-    def current_group(self) -> GroupView | None:
+    def current_group(self):
         if self.summary is None or not self.summary.groups:
             return None
         return self.summary.groups[max(self.group.currentIndex(), 0)]
 
-    def _draw(self) -> None:
+    def _draw_plot(self) -> None:
         if self.plot is None:
-            if not self.isVisible():
+            if not self.on_screen():
                 return            # drawn when the dock is shown
-            self._make_plot()
-        view = self.current_group()
-        quantity = self.quantity.currentData() or "binder"
-        x, by = self.x_param.currentData() or "T", self.by_param.currentData()
-        binder_view = x == "T" and by == "L" and quantity in QUANTITIES
-        self.group.setVisible(binder_view and self.summary is not None and len(self.summary.groups) > 1)
-        if not binder_view:                     # any measure against any parameter, every row
+            CapabilityDock._plots(self)          # its first show: what was not made ahead, now
+        self._drawn = self._version
+        quantity, x, by = self.quantity.currentData(), self.x_param.currentData(), self.by_param.currentData()
+        binder = is_binder_view(self.summary, quantity, x, by)
+        self.group.setVisible(binder and len(self.summary.groups) > 1)
+        self.result_label.setText("")
+        if quantity is None or x is None:
+            self.plot.set_data({}, quantity or "", None, x_label=x or "")
+            self.plot.title.text = "no rows yet"
+        elif not binder:                          # any measure against any parameter, every row
             from latticelab.sim.studies.curves import curves, varying_parameters
             others = tuple(p for p in varying_parameters(self.rows) if p not in ("seed", x, by))
             self.plot.set_data(curves(self.rows, quantity, x, by, others), quantity, None, x_label=x,
                                label=self.quantity.currentText())
-            self.result_label.setText("")
-        elif view is None:
-            self.plot.set_data({}, quantity, None)
-            self.result_label.setText("")
         else:
-            r = view.result
+            r = self.current_group().result
             t_c = (r.T_c, r.T_c_err) if r.T_c is not None else None
-            self.plot.set_data(view.curves[quantity], quantity, t_c)
+            self.plot.set_data(self.current_group().curves[quantity], quantity, t_c, x_label=x)
             self.result_label.setText(describe_result(r))
         redraw(self.canvas)    # its title and labels follow the quantity: every part
 
     # ---- files -----------------------------------------------------------------------------------------------------
-    def _dialog(self, title: str, filters: str, save: bool = False, name: str = "",
-                confirm: bool = False) -> Path | None:
-        """A file chosen by the user (None when not interactive or cancelled); ``confirm``: the save dialog asks
-        before an existing file is chosen."""
+    def _folder(self) -> str | None:
+        return self.window.prefs.get(FOLDER_KEY) or None
+
+    def _remember(self, path: Path) -> None:
+        self.window.prefs.set(FOLDER_KEY, str(Path(path).parent.resolve()))
+
+    def _ask_table(self, name: str) -> Path | None:
+        """The results table the user chooses (None when not interactive or cancelled); an existing one is
+        resumed, so the dialog asks nothing about replacing it."""
         if not self.interactive:
             return None
-        if save:
-            options = QtWidgets.QFileDialog.Option(0) if confirm else QtWidgets.QFileDialog.Option.DontConfirmOverwrite
-            path, _ = QtWidgets.QFileDialog.getSaveFileName(self, title, str(self.folder / name), filters,
-                                                            options=options)
-        else:
-            path, _ = QtWidgets.QFileDialog.getOpenFileName(self, title, str(self.folder), filters)
+        path, _ = ask_save_path(self, "Results table", self._folder(), name, TABLES)
         if not path:
             return None
-        self.folder = Path(path).parent
+        self._remember(Path(path))
+        return Path(path)
+
+    def _ask_open(self, title: str, filters: str) -> Path | None:
+        if not self.interactive:
+            return None
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self, title, self._folder() or str(Path.cwd()), filters)
+        if not path:
+            return None
+        self._remember(Path(path))
         return Path(path)
 
     def open_study_dialog(self) -> None:
-        path = self._dialog("Open study", "Study files (*.toml);;All files (*)")
+        path = self._ask_open("Open study", "Study files (*.toml);;All files (*)")
         if path is not None:
             self.start_study(path)
 
     def open_results_dialog(self) -> None:
-        path = self._dialog("Open results", "Results tables (*.csv *.parquet);;All files (*)")
+        path = self._ask_open("Open results", f"{TABLES};;All files (*)")
         if path is not None:
             self.open_results(path)
 
     def save_study_dialog(self) -> None:
-        path = self._dialog("Save study", "Study files (*.toml)", save=True,
-                            name=f"study-{self.form.model_name()}.toml")
-        if path is not None:
+        if not self.interactive:
+            return
+        path, _ = ask_save_path(self, "Save study", self._folder(), f"study-{self.form.model_name()}.toml",
+                                "Study files (*.toml)")
+        if path:
             self.save_study(path)
 
     def save_study(self, path, overwrite: bool | None = None) -> Path | None:
-        """Write the form as a study file. An existing file is replaced only if the user agrees; scripted
-        (not interactive), a free name beside it is taken."""
+        """Write the form as a study file (app/dialogs.py ``choose_output``): an existing file is replaced only
+        if the user agrees; scripted, or with ``overwrite=False``, a free name beside it is taken."""
         try:
             text = self.form.text()
             parse_study(text, FORM_NAME)
@@ -818,41 +570,17 @@ class StudyPanel(AnalysisDock):
             self._message("not saved; the study is not valid:\n" + self.form.describe(exc.problems), error=True)
             return None
         self.form.mark_problems([])
-        path = Path(path)
-        if path.suffix != ".toml":
-            path = path.with_name(path.name + ".toml")
-        if path.exists() and not overwrite:
-            from latticelab.app.dialogs import confirm_replace
-            if self.interactive and overwrite is None and confirm_replace(self, path):
-                overwrite = True
-            else:
-                path = free_path(path)
-        try:
-            write_atomic(path, lambda f: f.write(text), overwrite=bool(overwrite), binary=False)
-        except OSError as exc:
-            self._message(f"could not write {path}: {exc.strerror or exc}", error=True)
-            return None
-        self._message(f"saved {path}")
-        return path
-
-
-def describe_result(result) -> str:
-    """'T_c = 2.2691 ± 0.0042 (U* = 0.61) from L 8/16' or why there is none yet."""
-    if result.T_c is None:
-        why = result.warnings[0] if result.warnings else "no Binder crossing"
-        return f"T_c: {why}"
-    err = f" ± {result.T_c_err:.2g}" if math.isfinite(result.T_c_err) else ""
-    pairs = ", ".join(f"{c.L_small}/{c.L_large}" for c in result.crossings if c.T is not None)
-    text = f"T_c = {result.T_c:.5g}{err}, U* = {result.U_c:.3f} (L {pairs})"
-    extra = [w for w in result.warnings if "do not cross" in w or "cross" in w]
-    return text + ("\n" + "; ".join(extra) if extra else "")
+        written = choose_output(self, path, ".toml",
+                                lambda to, replace: write_atomic(to, lambda f: f.write(text), overwrite=replace,
+                                                                 binary=False),
+                                confirm=self.interactive and overwrite is not False, say=self._message,
+                                prefs=self.window.prefs, folder_key=FOLDER_KEY, what="saved")
+        if written is not None:
+            self._message(f"saved {written}")
+        return written
 
 
 def install(window, area=RIGHT) -> StudyPanel:
-    """Add the dock to a main window; a tab beside the live plots when present."""
-    # the window closing stops the sweep first
-    panel = install_dock(window, StudyPanel(window, parent=window), "study_panel", area, stop_with_window=True)
-    model = window.model
-    if model is not None:
-        panel.form.fill_from(model)
-    return panel
+    """Add the dock to a main window (a tab beside the live plots, shown for models with the study
+    capability); the window closing stops the sweep first."""
+    return install_dock(window, StudyPanel(window), "study_panel", area, stop_with_window=True)

@@ -11,6 +11,9 @@ names a model). A point of a study (point.py) then measures, over its measuremen
   cortex's pseudo-EEG, the coarsening exponent of Cahn-Hilliard).
 
 Every measure is a column of the results table, and its error the column ``<name>_err``.
+
+For the window's Study dock a model may also suggest a first study (``suggest``: the grid and run settings its
+form starts from, given the running model's parameters) and what its plot shows first (``plot``).
 """
 from __future__ import annotations
 
@@ -45,12 +48,16 @@ class Recorder(Protocol):
 class StudyMeasures:
     """The capability: ``derived`` measures made by ``recorder(model_class, wanted)`` (``wanted``: the names asked
     for), the declared ``observables`` recorded as window means (None: every declared observable), and
-    ``unavailable(params_class) -> {measure: why}`` for measures a schema cannot give."""
+    ``unavailable(params_class) -> {measure: why}`` for measures a schema cannot give. ``suggest(params) ->
+    {"grid": {...}, "run": {...}}``: a small first study in study-file values (``params``: the running model's, or
+    None); ``plot``: what a plot of its table shows first ({"measure", "against", "by"}, each optional)."""
     derived: tuple[Measure, ...] = ()
     recorder: Callable | None = None
     observables: tuple[str, ...] | None = None
     unavailable: Callable | None = None
     notes: dict = field(default_factory=dict)
+    suggest: Callable | None = None
+    plot: dict = field(default_factory=dict)
 
 
 def capability(model_class) -> StudyMeasures | None:
@@ -75,6 +82,19 @@ def all_measures(model_class) -> dict[str, Measure]:
     out = {m.name: m for m in observable_measures(model_class)}
     out.update({m.name: m for m in cap.derived})
     return out
+
+
+def suggested_study(model_class, params=None) -> dict:
+    """{"grid": ..., "run": ...} of the model's suggested first study (empty sections when it suggests none)."""
+    cap = capability(model_class)
+    found = cap.suggest(params) if cap is not None and cap.suggest is not None else {}
+    return {"grid": dict(found.get("grid", {})), "run": dict(found.get("run", {}))}
+
+
+def plot_hint(model_class) -> dict:
+    """What a plot of the model's study table shows first: {"measure", "against", "by"} (any may be missing)."""
+    cap = capability(model_class)
+    return dict(cap.plot) if cap is not None else {}
 
 
 def unavailable_measures(model_class) -> dict[str, str]:

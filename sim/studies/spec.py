@@ -290,11 +290,13 @@ def toml_value(value) -> str:
     raise ValueError(f"{value!r} ({type(value).__name__}) cannot be written to a study file")
 
 
-def study_text(model: str, parameters: dict, grid: dict, run: dict) -> str:
-    """The study file (TOML) for these sections; ``parse_study`` reads it back (the Study panel's form)."""
+def study_text(model: str, parameters: dict, grid: dict, run: dict, ramp: dict | None = None) -> str:
+    """The study file (TOML) for these sections; ``parse_study`` reads it back (the Study dock's form)."""
     lines = [f"model = {toml_value(model)}", "", "[parameters]"]
     lines += [f"{k} = {toml_value(v)}" for k, v in parameters.items()]
     lines += ["", "[grid]"] + [f"{k} = {toml_value(v)}" for k, v in grid.items()]
+    if ramp:
+        lines += ["", "[ramp]"] + [f"{k} = {toml_value(v)}" for k, v in ramp.items()]
     lines += ["", "[run]"] + [f"{k} = {toml_value(v)}" for k, v in run.items() if v is not None]
     return "\n".join(lines) + "\n"
 

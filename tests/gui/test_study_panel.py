@@ -13,9 +13,10 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
-from gui_helpers import type_into  # noqa: E402
+from gui_helpers import choose, type_into  # noqa: E402
 
-from latticelab.app.study_panel import ERROR_STYLE, StudyPanel  # noqa: E402
+from latticelab.app.study_form import ERROR_STYLE  # noqa: E402
+from latticelab.app.study_panel import StudyPanel  # noqa: E402
 from latticelab.render.study_plots import MARK_COLOUR, MARKER_SIZE  # noqa: E402
 from latticelab.sim.studies import parse_study  # noqa: E402
 from latticelab.sim.studies.point import TIMING_COLUMNS, run_point  # noqa: E402
@@ -43,11 +44,14 @@ def fill_tiny_form(panel, out) -> None:
     form = panel.form
     assert form.model_name() == "ising"          # taken from the running model
     assert form.others.text() == "dim = 2"       # its variant field
+    assert [r.name for r in form.sweep_rows] == ["L", "T"]       # the study the model suggests
     type_into(form.others, 'dim = 2, algorithm = "metropolis"')
-    type_into(form.sizes, "4, 6")
-    form.t_from.setValue(2.0)
-    form.t_to.setValue(2.6)
-    form.t_count.setValue(3)
+    type_into(form.sweep_row("L").values, "4, 6")
+    temperatures = form.sweep_row("T")
+    assert temperatures.kind.currentText() == "linear"
+    type_into(temperatures.start, "2.0")
+    type_into(temperatures.stop, "2.6")
+    temperatures.num.setValue(3)
     type_into(form.seeds, "1, 2")
     form.run["equilibrate"].setValue(20)
     form.run["decorrelate"].setValue(1)
@@ -79,7 +83,8 @@ def wait_shown(panel, qtbot, action):
 
 
 # ---- the acceptance test ----------------------------------------------------------------------------------------
-def test_a_tiny_study_runs_from_the_panel_while_the_window_simulates(make_window, qtbot, tmp_path):
+def test_a_tiny_study_runs_from_the_panel_while_the_window_simulates_pauses_and_resumes(make_window, qtbot,
+                                                                                       tmp_path):
     window = make_window(L=16)
     panel = show_panel(window, qtbot)
     out = tmp_path / "tiny.csv"
@@ -142,14 +147,12 @@ def test_a_tiny_study_runs_from_the_panel_while_the_window_simulates(make_window
                 np.testing.assert_array_equal(a, b)
     assert "tiny.csv: 12 rows" in panel.status.text()
 
-
-def test_pause_cancel_and_resume(make_window, qtbot, tmp_path):
-    window = make_window(L=8)
-    panel = show_panel(window, qtbot)
+    # pause, cancel and resume (the same window: a study of 4 longer points into another table)
     out = tmp_path / "paused.csv"
-    fill_tiny_form(panel, out)
+    panel.output_edit.setText(str(out))
     panel.form.run["measurements"].setValue(100)
-    panel.form.t_count.setValue(4)            # 16 points
+    panel.form.sweep_row("T").num.setValue(2)
+    type_into(panel.form.seeds, "1")
     first = []
     panel.row_arrived.connect(lambda row: first or (first.append(row), panel.toggle_pause()))
     panel.start_button.click()
@@ -158,40 +161,42 @@ def test_pause_cancel_and_resume(make_window, qtbot, tmp_path):
     qtbot.wait(300)                           # a point past its last checkpoint may still come in
     held = len(panel.rows)
     qtbot.wait(300)
-    assert len(panel.rows) == held < 16       # paused: nothing more is measured
+    assert len(panel.rows) == held < 4        # paused: nothing more is measured
     panel.cancel_button.click()
     qtbot.waitUntil(lambda: panel.state == "cancelled" and not panel.running, timeout=20000)
-    assert f"cancelled: {held} of 16 points" in panel.status.text() and "Start resumes" in panel.status.text()
+    assert f"cancelled: {held} of 4 points" in panel.status.text() and "Start resumes" in panel.status.text()
     assert len(table_rows(out)) == held       # the finished points are in the table
 
     panel.start_button.click()                # the same study and table: resumed
     qtbot.waitUntil(lambda: panel.state == "finished" and not panel.running, timeout=30000)
-    assert f"{16 - held} points run, {held} already in the table" in panel.status.text()
-    assert len(table_rows(out)) == 16 and len(panel.rows) == 16
+    assert f"{4 - held} points run, {held} already in the table" in panel.status.text()
+    assert len(table_rows(out)) == 4 and len(panel.rows) == 4
 
 
-def test_the_form_names_the_field_of_a_bad_value(make_window, qtbot, tmp_path):
+def test_the_form_names_the_field_of_a_bad_value_and_study_files_run(make_window, qtbot, tmp_path, monkeypatch):
     window = make_window(L=8)
     panel = show_panel(window, qtbot)
     out = tmp_path / "bad.csv"
     fill_tiny_form(panel, out)
-    type_into(panel.form.sizes, "4, 5")
+    sizes = panel.form.sweep_row("L").values
+    type_into(sizes, "4, 5")
     assert not panel.start_from_form()
     text = panel.status.text()
-    assert "sizes L (grid.L)" in text and "even" in text, text
-    assert panel.form.sizes.styleSheet() and panel.state == "idle" and not out.exists()
+    assert "sweep L (grid.L)" in text and "even" in text, text
+    assert sizes.styleSheet() == ERROR_STYLE and panel.state == "idle" and not out.exists()
     assert "study:" in window.last_error
 
-    type_into(panel.form.sizes, "4, x")
+    type_into(panel.form.seeds, "1, x")
     type_into(panel.form.others, 'algorithm = "fast"')
     assert not panel.start_from_form()
     text = panel.status.text()
-    assert "sizes L (grid.L): must be whole numbers" in text and "'x'" in text, text
-    type_into(panel.form.sizes, "4, 6")
+    assert "seeds (grid.seed): must be whole numbers" in text and "'1, x'" in text, text
+    type_into(panel.form.seeds, "1, 2")
+    type_into(sizes, "4, 6")
     assert not panel.start_from_form()
     text = panel.status.text()
-    assert "other parameters (parameters.algorithm)" in text and "metropolis" in text, text
-    assert panel.form.others.styleSheet() and not panel.form.sizes.styleSheet()
+    assert "fixed parameters (parameters.algorithm)" in text and "metropolis" in text, text
+    assert panel.form.others.styleSheet() and not sizes.styleSheet() and not panel.form.seeds.styleSheet()
 
     type_into(panel.form.others, 'dim = 2, algorithm = "metropolis"')
     saved = panel.save_study(tmp_path / "form.toml", overwrite=False)     # the form as a study file
@@ -199,19 +204,54 @@ def test_the_form_names_the_field_of_a_bad_value(make_window, qtbot, tmp_path):
     assert [p.values for p in parse_study(saved.read_text()).points] == \
         [p.values for p in parse_study(TINY).points]
     first = saved.read_text()
-    type_into(panel.form.sizes, "4")
+    type_into(sizes, "4")
     again = panel.save_study(tmp_path / "form.toml", overwrite=False)     # never over the user's file
     assert again != saved and saved.read_text() == first and "L = [4]" in again.read_text()
 
     type_into(panel.form.others, "dim = ")
     assert not panel.start_from_form()
-    assert "other parameters (parameters): must be key = value pairs" in panel.status.text()
+    assert "fixed parameters (parameters): must be key = value pairs" in panel.status.text()
     assert not out.exists() and not panel.running
 
+    # issue 42: the measures are the capability's, ticked in a menu (none ticked: all)
+    type_into(panel.form.others, "dim = 2")
+    form = panel.form
+    assert "binder" in form.measures.actions_by_name and form.measures.text().startswith("all")
+    assert set(form.study().measures) >= {"binder", "heat_capacity", "flipped_fraction"}
+    form.measures.set_chosen(["binder", "m2"])
+    assert form.study().measures == ("m2", "binder") and form.measures.text() == "m2, binder"   # in the model's order
 
-def test_a_study_file_runs_and_a_bad_one_is_refused(make_window, qtbot, tmp_path):
-    window = make_window(L=8)
-    panel = show_panel(window, qtbot)
+    # any parameter of the model can be swept, over a log range too; the grid is every combination
+    before = len(form.study().points)
+    form.add_button.click()
+    rewiring = form.sweep_rows[-1]
+    qtbot.waitUntil(rewiring.isVisible, timeout=5000)
+    choose(rewiring.parameter, "p")
+    choose(rewiring.kind, "log")
+    assert not rewiring.values.isVisible() and rewiring.start.isVisible()
+    type_into(rewiring.start, "0.01")
+    type_into(rewiring.stop, "1")
+    rewiring.num.setValue(3)
+    points = form.study().points
+    assert sorted({p.values["p"] for p in points}) == pytest.approx([0.01, 0.1, 1.0]) and len(points) == 3 * before
+    rewiring.remove.click()
+    assert form.sweep_row("p") is None and len(form.study().points) == before
+
+    # issue 41 item 24: Start with an empty table field wrote study-ising.csv into the current folder; now it
+    # asks (interactive) or says to choose one, and writes nothing
+    from PySide6 import QtWidgets
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    asked = []
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
+                        lambda *args, **kwargs: asked.append(args) or ("", ""))       # the user cancels
+    panel.output_edit.setText("")
+    assert not panel.start_from_form()
+    assert asked and "choose the results table" in panel.status.text()
+    assert list(empty.iterdir()) == [] and not panel.running
+
+    # a study file runs (its table beside it), a bad one is refused
     study = tmp_path / "tiny.toml"
     study.write_text(TINY.replace("seed = [1, 2]", "seed = [1]").replace("L = [4, 6]", "L = [4]"))
     assert panel.start_study(study)
@@ -255,7 +295,7 @@ def crossing_table(path, T_cross=2.3):
     return path
 
 
-def test_a_reopened_table_marks_the_crossing_and_switches_quantity(make_window, qtbot, tmp_path):
+def test_reopened_tables_mark_the_crossing_switch_quantity_and_draw_a_ramps_branches(make_window, qtbot, tmp_path):
     window = make_window(L=8)
     panel = show_panel(window, qtbot)
     path = crossing_table(tmp_path / "cross.csv")
@@ -287,6 +327,32 @@ def test_a_reopened_table_marks_the_crossing_and_switches_quantity(make_window, 
     qtbot.waitUntil(lambda: "not opened" in panel.status.text(), timeout=10000)
     assert "not a results table" in panel.status.text() and "no model column" in panel.status.text()
     assert not panel.open_results(tmp_path / "missing.csv") and "is not a file" in panel.status.text()
+
+    # issue 42: any measure against any parameter; a ramp's up and down branches are two curves of two colours
+    from latticelab.render.study_plots import series_colour
+    path = tmp_path / "ramp.csv"
+    lambdas = [1.0, 2.0, 3.0, 2.0, 1.0]
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["model", "L", "lambda_tau_e", "seed", "branch", "stage", "spectral_entropy",
+                         "spectral_entropy_err", "point"])
+        for i, lam in enumerate(lambdas):
+            branch = "up" if i < 3 else "down"
+            entropy = 0.9 - 0.1 * lam + (0.05 if branch == "down" else 0.0)
+            writer.writerow(["cortex", 16, lam, 1, branch, i, entropy, 0.01, f"k-{i}"])
+    wait_shown(panel, qtbot, lambda: panel.open_results(path))
+    assert panel.quantity.currentData() == "spectral_entropy" and panel.x_param.currentData() == "lambda_tau_e"
+    plot = panel.plot
+    assert list(plot.curves) == ["down", "up"] and "lambda_tau_e" in plot.title.text
+    x, mean, err = plot.curves["up"]
+    np.testing.assert_allclose(x, [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(mean, [0.8, 0.7, 0.6])
+    np.testing.assert_allclose(plot.curves["down"][1], [0.85, 0.75])
+    qtbot.wait(100)
+    image = panel.canvas.render(alpha=False)
+    for i, branch in enumerate(plot.curves):
+        assert plot.colours[branch] == series_colour(i)
+        assert colour_pixels(image, series_colour(i), tolerance=30) > 20, branch
 
 
 @pytest.mark.slow
@@ -343,65 +409,3 @@ def test_time_left_weighs_points_by_their_size():
     assert progress.time_left(now=6.0) == pytest.approx(6 * 36 / 16)
     assert format_duration(None) == "estimating…" and format_duration(75) == "1 min 15 s"
     assert format_duration(7300) == "2 h 01 min" and math.isclose(progress.work_done, 6 * 16 * 59)
-
-
-def test_start_without_a_chosen_table_writes_nothing(make_window, qtbot, tmp_path, monkeypatch):
-    """Issue 41 item 24: Start with an empty table field wrote study-ising.csv into the current folder; now it asks
-    (interactive) or says to choose one, and writes nothing."""
-    from PySide6 import QtWidgets
-    monkeypatch.chdir(tmp_path)
-    asked = []
-    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
-                        lambda *args, **kwargs: asked.append(args) or ("", ""))       # the user cancels
-    window = make_window(model="ising")
-    panel = window.study_panel
-    panel.form.backend.setCurrentText("numpy")
-    panel.output_edit.setText("")
-    assert not panel.start_from_form()
-    assert asked and "choose the results table" in panel.status.text()
-    assert list(tmp_path.iterdir()) == [] and not panel.running
-
-
-def test_a_ramp_table_plots_a_measure_against_the_ramped_parameter_in_two_colours(make_window, qtbot, tmp_path):
-    """Issue 42: any measure against any parameter; a ramp's up and down branches are two curves of two colours."""
-    from latticelab.render.study_plots import series_colour
-    path = tmp_path / "ramp.csv"
-    lambdas = [1.0, 2.0, 3.0, 2.0, 1.0]
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["model", "L", "lambda_tau_e", "seed", "branch", "stage", "spectral_entropy",
-                         "spectral_entropy_err", "point"])
-        for i, lam in enumerate(lambdas):
-            branch = "up" if i < 3 else "down"
-            entropy = 0.9 - 0.1 * lam + (0.05 if branch == "down" else 0.0)
-            writer.writerow(["cortex", 16, lam, 1, branch, i, entropy, 0.01, f"k-{i}"])
-    window = make_window(L=8)
-    panel = show_panel(window, qtbot)
-    wait_shown(panel, qtbot, lambda: panel.open_results(path))
-    assert panel.quantity.currentData() == "spectral_entropy" and panel.x_param.currentData() == "lambda_tau_e"
-    plot = panel.plot
-    assert list(plot.curves) == ["down", "up"] and "lambda_tau_e" in plot.title.text
-    x, mean, err = plot.curves["up"]
-    np.testing.assert_allclose(x, [1.0, 2.0, 3.0])
-    np.testing.assert_allclose(mean, [0.8, 0.7, 0.6])
-    np.testing.assert_allclose(plot.curves["down"][1], [0.85, 0.75])
-    qtbot.wait(100)
-    image = panel.canvas.render(alpha=False)
-    for i, branch in enumerate(plot.curves):
-        assert plot.colours[branch] == series_colour(i)
-        assert colour_pixels(image, series_colour(i), tolerance=30) > 20, branch
-
-
-def test_the_form_chooses_the_measures(make_window, qtbot, tmp_path):
-    """Issue 42: the measures a study records are chosen in the form (empty: all); a wrong one is marked."""
-    window = make_window(L=8)
-    panel = window.study_panel
-    form = panel.form
-    assert "binder" in form.measures.placeholderText()
-    assert set(form.study().measures) >= {"binder", "heat_capacity", "flipped_fraction"}
-    type_into(form.measures, "binder, m2")
-    assert form.study().measures == ("binder", "m2")
-    type_into(form.measures, "binder, entropy")
-    assert not panel.start_from_form(output=str(tmp_path / "t.csv"))
-    assert "run.measures" in panel.status.text() and "'entropy' is not a measure of ising" in panel.status.text()
-    assert form.measures.styleSheet() == ERROR_STYLE and not (tmp_path / "t.csv").exists()

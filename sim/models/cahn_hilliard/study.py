@@ -61,4 +61,11 @@ class CoarseningRecorder:
                 "coarsening_exponent": (slope, err)}
 
 
-STUDY = StudyMeasures(derived=DERIVED, recorder=CoarseningRecorder, observables=("free_energy", "length"))
+def suggest(params) -> dict:
+    """The coarsening exponent against the mean composition, early times (t = 100 .. 1000)."""
+    return {"grid": {"phi0": [0.0, 0.2], "seed": [1]},
+            "run": {"equilibrate": 100, "decorrelate": 50, "measurements": 19}}
+
+
+STUDY = StudyMeasures(derived=DERIVED, recorder=CoarseningRecorder, observables=("free_energy", "length"),
+                      suggest=suggest, plot={"measure": "coarsening_exponent", "against": "phi0"})

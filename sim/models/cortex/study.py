@@ -31,9 +31,9 @@ DERIVED = (*(Measure(name, label, unit) for name, _, label, unit in QEEG),
 
 def qeeg_of(eeg: np.ndarray, rate: float) -> dict[str, float] | None:
     """The QEEG measures of one stretch of EEG (None when shorter than a periodogram segment)."""
-    from latticelab.sim.analysis import qeeg
     if eeg.size < SEGMENT:
         return None
+    from latticelab.sim.analysis import qeeg      # (SciPy's signal module: seconds to import on a busy machine)
     freqs, psd = qeeg.periodogram(eeg, segment=SEGMENT, average=eeg.size, fs=rate)
     found = qeeg.metrics(freqs, psd)
     return {name: float(found[key]) for name, key, _, _ in QEEG}
@@ -47,6 +47,8 @@ class SignalRecorder:
         self.fraction_columns = {name: 1 + i for i, (name, role) in enumerate(zip(names, roles)) if role == "fraction"}
         self.pieces: list[np.ndarray] = []
         self.since = 0
+        # the spectrum only when a qEEG measure is asked for (a study of firing rates needs none)
+        self.spectral = not wanted or any(name in wanted for name, *_ in QEEG)
 
     def start(self, model) -> None:
         self.since = model.step_count
@@ -62,7 +64,7 @@ class SignalRecorder:
         rate = float(model.signal_rate)
         eeg = rows[:, self.eeg_column]
         out: dict = {m.name: (None, None) for m in DERIVED}
-        whole = qeeg_of(eeg, rate)
+        whole = qeeg_of(eeg, rate) if self.spectral else None
         parts = min(n_blocks, eeg.size // SEGMENT)
         errors = {}
         if whole is not None and parts >= 2:
@@ -84,4 +86,12 @@ def _mean_and_error(x: np.ndarray, n_blocks: int):
     return value, (err if np.isfinite(err) else None)
 
 
-STUDY = StudyMeasures(derived=DERIVED, recorder=SignalRecorder, observables=())
+def suggest(params) -> dict:
+    """The anaesthesia scan of thesis 003, chapter 8, small: the excitatory washout factor lambda_tau_e from 1 to
+    3, each point settled 300 ms, then 2 s of EEG (four periodogram segments)."""
+    return {"grid": {"lambda_tau_e": {"start": 1.0, "stop": 3.0, "num": 3}, "seed": [1]},
+            "run": {"equilibrate": 300, "decorrelate": 512, "measurements": 5}}
+
+
+STUDY = StudyMeasures(derived=DERIVED, recorder=SignalRecorder, observables=(), suggest=suggest,
+                      plot={"measure": "spectral_entropy", "against": "lambda_tau_e"})

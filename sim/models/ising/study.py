@@ -41,4 +41,13 @@ class ThermodynamicsRecorder:
         return {m.name: (stats.get(m.name), stats.get(f"{m.name}_err")) for m in DERIVED}
 
 
-STUDY = StudyMeasures(derived=DERIVED, recorder=ThermodynamicsRecorder, observables=("flipped_fraction",))
+def suggest(params) -> dict:
+    """Binder curves of two sizes over +-5% of the running temperature (2.269 for the 2D critical point)."""
+    T = float(getattr(params, "T", 2.269))
+    return {"grid": {"L": [8, 16], "T": {"start": round(0.95 * T, 4), "stop": round(1.05 * T, 4), "num": 6},
+                     "seed": [1, 2]},
+            "run": {"equilibrate": 500, "decorrelate": 1, "measurements": 1000}}
+
+
+STUDY = StudyMeasures(derived=DERIVED, recorder=ThermodynamicsRecorder, observables=("flipped_fraction",),
+                      suggest=suggest, plot={"measure": "binder", "against": "T", "by": "L"})
