@@ -1,0 +1,371 @@
+"""The cortical network split into row slabs over several devices (thesis 003, section 8.4, Algorithm 63; issue 38).
+
+The L x L grid's rows are cut into one slab per part (sim/multidevice/slabs.py), each held with the r rows on
+each side that its receivers' sources can reach (|dy| <= r): the *halo*. A part keeps its own neurons' state
+(potentials, recovery, the ring of pending inputs, the source lists of its receivers) and a copy of what phase 2
+reads of its neighbours' neurons: their spike codes (the packed layout's halo array, rows of L + 2r bytes) or
+their data bytes (the int32 layout, whose source indices point into the slab's rows with their halo). A step,
+as Algorithm 63 orders it:
+
+    phase 1 of the border rows (the r rows at each end, which the neighbours read)
+    the border rows' spike codes sent into the neighbours' halos         } while
+    phase 1 of the inner rows, phase 2 of the inner core (receivers     } the borders
+      whose sources are all the part's own)                              } travel
+    the EEG partial sums (and the probe neuron's potential) gathered on part 0
+    phase 2 of the border receivers; part 0 also finishes the EEG sums into the trace
+
+Every number a neuron draws is keyed by its global index and the step (kernels/phase1.cu's ``base``), a receiver
+counts its sources in the same order as on one device, and the EEG partial sums are per chunk of a row
+(phase1.cu), gathered in row order and added by the same reduction as on one device: the spike trains, the
+membrane states, the ring and the EEG are the same bits on 1, 2 or 4 devices as on one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from latticelab.sim.models.cortex.engines import (EV_MAX, THREADS, CortexState, CudaPhases, Inputs, Record,
+                                                  connect_on_device, layout_bytes_per_neuron)
+from latticelab.sim.multidevice.exchange import Exchanger, Move, Part
+from latticelab.sim.multidevice.slabs import split_slow_axis
+from latticelab.sim.params import ParameterError
+
+
+def split_layout(L: int, r: int, parts: int):
+    """The row slabs of an L x L network of radius r over ``parts`` devices (each at least 2r rows: its two
+    border bands must not overlap); ParameterError naming the devices otherwise."""
+    try:
+        return split_slow_axis(L, parts, r, "L")
+    except ParameterError:
+        raise ParameterError("devices", f"{L} rows cannot be split over {parts} devices with r = {r}: each device needs "
+                                  f"at least 2 r = {2 * r} rows; use fewer devices, a larger L or a smaller r") \
+            from None
+
+
+def device_bytes(L: int, k: int, r: int, parts: int, layout: str) -> int:
+    """Each device's share: its rows' neurons (the source lists, the ring, the state) and the halo rows."""
+    rows = -(-L // parts)
+    lists = 4 * k if layout == "int32" else layout_bytes_per_neuron(k, L, r, "packed") - (L + 2 * r) ** 2 / L ** 2
+    per_neuron = lists + 4 * EV_MAX + 18 + 16
+    halo = (rows + 2 * r) * (L + 2 * r) if layout == "packed" else 2 * r * L
+    return int(per_neuron * rows * L + halo)
+
+
+class SlabCortex:
+    """The network on ``parts``, stepped as the module docstring says (``overlap=False``: phase 1 of every row,
+    the halos moved, phase 2 of every receiver, without the overlap). ``layout``: "packed" or "int32"."""
+
+    def __init__(self, parts: list[Part], exchanger: Exchanger, L: int, k: int, r: int, layout: str,
+                 threads: int = THREADS, overlap: bool = True):
+        self.parts, self.exchanger = list(parts), exchanger
+        self.L, self.k, self.r, self.layout_name, self.overlap = L, k, r, layout, overlap
+        self.layout = split_layout(L, r, len(self.parts))
+        self.cpr = -(-L // threads)
+        self.phases, self.states, self.full, self.partials = [], [], [], []
+        for part, slab in zip(self.parts, self.layout.slabs):
+            with part.use():
+                phases = CudaPhases(part.xp, threads=threads, layout=layout)
+                self.phases.append(phases)
+                self.partials.append(part.xp.zeros(3 * slab.size * self.cpr, part.xp.float64))
+        with self.parts[0].use():
+            xp = self.parts[0].xp
+            self.gathered = xp.zeros(3 * L * self.cpr, xp.float64)
+            self.probe_v = xp.zeros(1, xp.float32)
+        self.probe = 0
+        self._moves = None
+
+    # ---- building and loading ---------------------------------------------------------------------------------
+    def build(self, seed: int, types, tv, delay) -> None:
+        """The source lists of each slab's receivers (kernels/connect.cu) and the neurons' fixed parameters (host
+        arrays over the whole grid: types, tv (2, N), delay)."""
+        L, r = self.L, self.r
+        self.states, self.full = [], []
+        for part, slab in zip(self.parts, self.layout.slabs):
+            xp = part.xp
+            lo, hi = slab.start * L, slab.stop * L
+            with part.use():
+                lists = connect_on_device(xp, self.layout_name, seed, L, self.k, r, (slab.start, slab.stop),
+                                          slab.offset)
+                n = hi - lo
+                common = dict(L=L, k=self.k, tv=xp.asarray(np.ascontiguousarray(tv[:, lo:hi])),
+                              delay=xp.asarray(delay[lo:hi]), v=xp.zeros(n, xp.float32), u=xp.zeros(n, xp.float32),
+                              ev=xp.zeros((EV_MAX, n), xp.float32), pad=r)
+                if self.layout_name == "packed":
+                    state = CortexState(sources=None, data=xp.asarray((types[lo:hi] << 1).astype(np.uint8)),
+                                        packed=lists, halo=xp.zeros((slab.extent, L + 2 * r), xp.uint8), **common)
+                    self.full.append(None)
+                else:
+                    full = xp.zeros((slab.extent, L), xp.uint8)
+                    state = CortexState(sources=lists, data=full[r:r + slab.size].reshape(-1), **common)
+                    self.full.append(full)
+                self.states.append(state)
+        self._moves = None
+
+    def _halo_array(self, i: int):
+        """Part i's rows that phase 2 reads: the spike codes (packed) or the data bytes (int32), with halos."""
+        return self.states[i].halo if self.layout_name == "packed" else self.full[i]
+
+    def load(self, v, u, data, ev, ev_idx: int) -> None:
+        """The dynamic state (host arrays over the whole grid, as CortexState holds them) into the slabs; the
+        halos refreshed."""
+        L = self.L
+        for part, slab, s in zip(self.parts, self.layout.slabs, self.states):
+            lo, hi = slab.start * L, slab.stop * L
+            with part.use():
+                xp = part.xp
+                s.v[...] = xp.asarray(v[lo:hi])
+                s.u[...] = xp.asarray(u[lo:hi])
+                s.data[...] = xp.asarray(data[lo:hi])
+                s.ev[...] = xp.asarray(np.ascontiguousarray(ev[:, lo:hi]))
+                s.ev_idx = int(ev_idx)
+                if s.halo is not None:
+                    s.halo[...] = self._codes(xp, np.asarray(data), slab)
+        self.exchanger.transfer(self._halo_moves(), overlap=False)
+
+    def _codes(self, xp, data: np.ndarray, slab):
+        """The slab's halo array of spike codes from the whole grid's data bytes (as phase 1 writes them)."""
+        from latticelab.sim.models.cortex.network import halo_codes
+        r, L = self.r, self.L
+        whole = halo_codes(np, data, L, r).reshape(L + 2 * r, L + 2 * r)
+        rows = (np.arange(slab.extent) + slab.offset) % L + r        # halo-array row of each local row
+        return xp.asarray(np.ascontiguousarray(whole[rows]))
+
+    def gather(self, name: str) -> np.ndarray:
+        """A dynamic array over the whole grid on the host: "v", "u", "data" (N,) or "ev" (EV_MAX, N)."""
+        from latticelab.sim.backend import to_numpy
+        blocks = []
+        for part, s in zip(self.parts, self.states):
+            with part.use():
+                blocks.append(to_numpy(getattr(s, name)))
+        return np.concatenate(blocks, axis=-1)
+
+    def value(self, name: str, index: int) -> float:
+        """One neuron's ``name`` ("v" or "u")."""
+        from latticelab.sim.backend import to_numpy
+        i, j = self._owner(index)
+        with self.parts[i].use():
+            return float(to_numpy(getattr(self.states[i], name)[j:j + 1])[0])
+
+    def _owner(self, index: int) -> tuple[int, int]:
+        part = int(self.layout.owner(int(index) // self.L))
+        return part, int(index) - self.layout.slabs[part].start * self.L
+
+    @property
+    def ev_idx(self) -> int:
+        return self.states[0].ev_idx
+
+    # ---- the exchange -----------------------------------------------------------------------------------------
+    def _halo_moves(self) -> list[Move]:
+        """Every part's r halo rows on each side from its neighbours' border rows (periodic)."""
+        n, r = len(self.parts), self.r
+        moves = []
+        for i, slab in enumerate(self.layout.slabs):
+            a = self._halo_array(i)
+            first, end = slab.owned
+            below, above = (i - 1) % n, (i + 1) % n
+            b_end = self.layout.slabs[below].owned[1]
+            moves.append(Move(i, a[first - r:first], below, self._halo_array(below)[b_end - r:b_end]))
+            moves.append(Move(i, a[end:end + r], above, self._halo_array(above)[r:2 * r]))
+        return moves
+
+    def _gather_moves(self) -> list[Move]:
+        """Every part's EEG partial sums into part 0's array of all of them (row order), and the probe neuron's
+        potential into part 0."""
+        total = self.L * self.cpr
+        moves = []
+        for i, slab in enumerate(self.layout.slabs):
+            own = slab.size * self.cpr
+            at = slab.start * self.cpr
+            for q in range(3):
+                moves.append(Move(0, self.gathered[q * total + at:q * total + at + own], i,
+                                  self.partials[i][q * own:(q + 1) * own]))
+        owner, j = self._owner(self.probe)
+        moves.append(Move(0, self.probe_v, owner, self.states[owner].v[j:j + 1]))
+        return moves
+
+    def set_probe(self, index: int) -> None:
+        self.probe = int(index)
+        self._moves = None
+
+    def _planned(self):
+        if self._moves is None:
+            self._moves = (self._halo_moves(), self._gather_moves())
+        return self._moves
+
+    # ---- a step -----------------------------------------------------------------------------------------------
+    def step(self, seed: int, step: int, inputs: Inputs, table: np.ndarray, w: int, record: Record,
+             unions=None) -> None:
+        """One step of every part (the module docstring); ``record`` names the trace row on part 0 (its probe
+        is ignored: the probe neuron is ``probe``); ``unions``: per part, the uint8 bytes of the frame's union of
+        spikes, or None."""
+        halo_moves, gather_moves = self._planned()
+        r = self.r
+        unions = unions or [None] * len(self.parts)
+        borders = [((0, r), (slab.size - r, slab.size)) for slab in self.layout.slabs]
+        inner = [(r, slab.size - r) for slab in self.layout.slabs]
+        whole = [((0, slab.size),) for slab in self.layout.slabs]
+        first_rows = borders if self.overlap else whole
+        for i, (part, slab) in enumerate(zip(self.parts, self.layout.slabs)):
+            with part.use():
+                for rows in first_rows[i]:
+                    self._phase1(i, seed, step, inputs, unions[i], rows)
+        self.exchanger.transfer(halo_moves, overlap=self.overlap)
+        for i, part in enumerate(self.parts):
+            with part.use():
+                if self.overlap:
+                    self._phase1(i, seed, step, inputs, unions[i], inner[i])
+                s = self.states[i]
+                s.ev_idx = (s.ev_idx + 1) % EV_MAX
+                if self.overlap:
+                    self._phase2(i, table, w, None, inner[i])
+        self.exchanger.transfer(gather_moves, overlap=False)
+        last_rows = borders if self.overlap else whole
+        part0 = Record(record.trace, record.slot, record.last, 0, record.scale_e, record.scale_i)
+        for i, part in enumerate(self.parts):
+            with part.use():
+                for j, rows in enumerate(last_rows[i]):
+                    self._phase2(i, table, w, part0 if i == 0 and j == 0 else None, rows)
+
+    def _phase1(self, i: int, seed: int, step: int, inputs: Inputs, union, rows) -> None:
+        slab = self.layout.slabs[i]
+        self.phases[i].launch_phase1(self.states[i], seed, step, inputs, self.partials[i], union, rows,
+                                     base=slab.start * self.L, wrap_rows=False)
+
+    def _phase2(self, i: int, table, w: int, record, rows) -> None:
+        full = self.full[i]
+        self.phases[i].launch_phase2(self.states[i], table, w, record, self.gathered, rows,
+                                     data=None if full is None else full.reshape(-1), v=self.probe_v)
+
+    def synchronize(self) -> None:
+        self.exchanger.finish()
+
+
+class SplitCortex:
+    """The network of a model split over ``devices`` (CUDA ids; ``xp`` CuPy or the CPU emulator's stand-in):
+    stepped by SlabCortex (``overlap``; ``layout`` "auto" as on one device, "packed" or "int32"), its halos moved
+    by the ``exchanger`` kind ("peer" or "nccl"). The model sees host copies (``state``),
+    made when asked and kept until the next step; the trace and the last observables live on part 0."""
+
+    def __init__(self, xp, devices, params, exchanger: str = "peer", overlap: bool = True, layout: str = "auto"):
+        from latticelab.sim.multidevice.exchange import make_exchanger, make_parts
+        from latticelab.sim.models.cortex.model import cuda_layout
+        self.parts = make_parts(xp, devices)
+        self.layout_name = cuda_layout(params.r) if layout == "auto" else layout
+        self.engine = SlabCortex(self.parts, make_exchanger(self.parts, exchanger), params.L, params.k, params.r,
+                                 self.layout_name, overlap=overlap)
+        self._host = None
+        self._tv = self._delay = None
+
+    @property
+    def xp(self):
+        """The array module of part 0, where the trace lives."""
+        return self.parts[0].xp
+
+    def on_part0(self):
+        return self.parts[0].use()
+
+    def build(self, seed: int, neurons) -> None:
+        """A new network from the seed's neurons (network.make_neurons), at its initial state."""
+        self._tv, self._delay = neurons.tv, neurons.delay
+        self.engine.build(seed, neurons.types, neurons.tv, neurons.delay)
+        n = neurons.v.size
+        self.load(neurons.v, neurons.u, (neurons.types << 1).astype(np.uint8),
+                  np.zeros((EV_MAX, n), np.float32), 0)
+
+    def load(self, v, u, data, ev, ev_idx: int) -> None:
+        self.engine.load(v, u, data, ev, ev_idx)
+        self._host = None
+
+    def step(self, seed: int, step: int, inputs: Inputs, table, w: int, record: Record, unions=None) -> None:
+        self.engine.step(seed, step, inputs, table, w, record, unions)
+        self._host = None
+
+    def state(self) -> CortexState:
+        """The whole network on the host (source lists as the one-device model keeps them: the packed offsets
+        of every receiver, or the int32 global indices); a copy, kept until the next step."""
+        if self._host is None:
+            e = self.engine
+            g = e.gather
+            sources = packed = None
+            if self.layout_name == "packed":
+                packed = np.concatenate([to_host(p, s.packed) for p, s in zip(self.parts, e.states)], axis=1)
+            else:
+                blocks = []
+                for part, slab, s in zip(self.parts, e.layout.slabs, e.states):
+                    local = to_host(part, s.sources).astype(np.int64)
+                    row = (local // e.L + slab.offset) % e.L
+                    blocks.append((row * e.L + local % e.L).astype(np.int32))
+                sources = np.concatenate(blocks, axis=1)
+            self._host = CortexState(L=e.L, k=e.k, sources=sources, data=g("data"), tv=self._tv,
+                                     delay=self._delay, v=g("v"), u=g("u"), ev=g("ev"), ev_idx=e.ev_idx,
+                                     packed=packed)
+        return self._host
+
+    def field(self, name: str) -> np.ndarray:
+        """"v" or "data" over the whole grid (host), without gathering the rest."""
+        if self._host is not None:
+            return getattr(self._host, name)
+        return self.engine.gather(name)
+
+    def new_unions(self) -> list:
+        unions = []
+        for part, s in zip(self.parts, self.engine.states):
+            with part.use():
+                unions.append(part.xp.zeros(s.v.size, part.xp.uint8))
+        return unions
+
+    def gather_unions(self, unions) -> np.ndarray:
+        return np.concatenate([to_host(p, u) for p, u in zip(self.parts, unions)]).astype(bool)
+
+    def spikes(self, n_neurons: int, neurons=None) -> "SplitSpikes":
+        return SplitSpikes(self, n_neurons, neurons)
+
+    def synchronize(self) -> None:
+        self.engine.synchronize()
+
+
+def to_host(part: Part, array) -> np.ndarray:
+    from latticelab.sim.backend import to_numpy
+    with part.use():
+        return to_numpy(array)
+
+
+class SplitSpikes:
+    """Spike recording of a split network (spikes.py): each part compacts the firing neurons of its share of the
+    band on its device; the host joins them (sorted by step, then neuron: the one-device order)."""
+
+    def __init__(self, split: SplitCortex, n_neurons: int, neurons=None):
+        from latticelab.sim.models.cortex.spikes import CudaSpikes, SpikeTrains, check_band
+        self.first, self.count = check_band(n_neurons, neurons)
+        self.trains = SpikeTrains(self.first, self.count)
+        self.split = split
+        self._recorders = []            # (part index, global index of the part's neuron 0, CudaSpikes)
+        L = split.engine.L
+        for i, (part, slab) in enumerate(zip(split.parts, split.engine.layout.slabs)):
+            lo, hi = max(self.first, slab.start * L), min(self.first + self.count, slab.stop * L)
+            if lo < hi:
+                with part.use():
+                    recorder = CudaSpikes(part.xp, slab.size * L, (lo - slab.start * L, hi - lo))
+                self._recorders.append((i, slab.start * L, recorder))
+
+    def record(self, step: int) -> None:
+        for i, _, recorder in self._recorders:
+            with self.split.parts[i].use():
+                recorder.record(self.split.engine.states[i].data, step)
+
+    def drain(self) -> None:
+        steps, indices = [], []
+        for i, base, recorder in self._recorders:
+            with self.split.parts[i].use():
+                recorder.drain()
+            s, idx = recorder.trains.arrays()
+            steps.append(s)
+            indices.append(idx.astype(np.int64) + base)
+            recorder.trains = type(recorder.trains)(recorder.first, recorder.count)
+        if steps:
+            s, idx = np.concatenate(steps), np.concatenate(indices)
+            order = np.lexsort((idx, s))
+            self.trains.add(s[order], idx[order].astype(np.int32))
+
+    def spikes(self) -> tuple[np.ndarray, np.ndarray]:
+        self.drain()
+        return self.trains.arrays()
