@@ -18,22 +18,25 @@ from helpers import device_xp
 
 VALUES = dict(L=32, k=10, r=4, seed=5, I_e=4.0, boost=5.0, boost_fraction=0.2)
 STEPS = 24
+THREADS = 32
 
 
 @pytest.fixture
 def emulated(monkeypatch):
-    """(CortexModel, emulator xp): the model on the CPU with several 'devices' (NumPy slabs, kernels emulated)."""
+    """(CortexModel, emulator xp): the model on the CPU with several 'devices' (NumPy slabs, kernels emulated),
+    blocks of THREADS threads (the emulator's cost grows with the threads of a launch)."""
     import latticelab.sim.backend as backend
     import latticelab.sim.multidevice.devices as devices
     xp = device_xp("emulator")
     monkeypatch.setattr(backend, "select_backend", lambda name="auto": backend.Backend(xp, "numpy", "CPU", "test"))
     monkeypatch.setattr(devices, "resolve_devices", lambda cls, value, b: tuple(value) if value else (0,))
     from latticelab.sim.models.cortex.model import CortexModel
+    monkeypatch.setattr(CortexModel, "split_options", {"threads": THREADS})
     return CortexModel, xp
 
 
-def _one_device(model_cls, xp, layout="auto", **values):
-    return model_cls(backend="numpy", phases=CudaPhases(xp, layout=layout), **{**VALUES, **values})
+def _one_device(model_cls, xp, layout="auto", threads=THREADS):
+    return model_cls(backend="numpy", phases=CudaPhases(xp, layout=layout, threads=threads), **VALUES)
 
 
 def _run(model, steps=STEPS):
@@ -55,15 +58,16 @@ def _assert_same(a, b, what, since=0):
     assert a.observables() == b.observables(), what
 
 
-@pytest.mark.parametrize("layout, overlap", [("packed", True), ("int32", False)])
-def test_a_split_network_steps_as_on_one_device(emulated, monkeypatch, layout, overlap):
+# the EEG sums' chunks: a row (32 threads) or two rows (64 threads) of the 32 x 32 grid (kernels/phase1.cu)
+@pytest.mark.parametrize("layout, overlap, threads", [("packed", True, 32), ("int32", False, 64), ("int32", True, 64)])
+def test_a_split_network_steps_as_on_one_device(emulated, monkeypatch, layout, overlap, threads):
     model_cls, xp = emulated
-    monkeypatch.setattr(model_cls, "split_options", {"layout": layout, "overlap": overlap})
-    one = _one_device(model_cls, xp, layout)
+    monkeypatch.setattr(model_cls, "split_options", {"layout": layout, "overlap": overlap, "threads": threads})
+    one = _one_device(model_cls, xp, layout, threads)
     one.probe = 700                               # the probe neuron's potential comes from another part
     (steps, indices), batch = _run(one)
     assert steps.size > 50 and len(set(indices.tolist())) > 20      # spikes on both sides of the borders
-    for devices in ((0,), (0, 1), (0, 1, 2, 3)):
+    for devices in ((0, 1), (0, 1, 2, 3)):
         split = model_cls.create(backend="numpy", devices=devices, **VALUES)
         split.probe = 700
         (s, i), b = _run(split)
@@ -74,6 +78,10 @@ def test_a_split_network_steps_as_on_one_device(emulated, monkeypatch, layout, o
         for name, values in batch.observables.items():
             np.testing.assert_array_equal(b.observables[name], values, err_msg=f"{what}: {name}")
         _assert_same(split, one, what)
+        # the EEG partial sums, gathered in row order, are the one-device ones (a float sum of potentials over so
+        # few neurons is nearly always exact, so the EEG alone would not show a wrong order)
+        np.testing.assert_array_equal(to_numpy(split._split.engine.gathered), to_numpy(one._phases._partials),
+                                      err_msg=what)
 
 
 def test_a_split_network_saves_and_resumes(emulated):
@@ -109,8 +117,13 @@ def test_the_halo_moves_are_what_makes_the_slabs_equal(emulated):
 
 def test_a_split_network_refuses_slabs_thinner_than_two_radii(emulated):
     model_cls, _ = emulated
-    with pytest.raises(ParameterError, match=r"devices: 32 rows cannot be split over 4 devices with r = 5"):
+    with pytest.raises(ParameterError, match=r"devices: 32 rows cannot be split over 4 devices with r = 5: each "
+                                             r"device needs at least 2 r = 10 rows;"):
         model_cls.create(backend="numpy", devices=(0, 1, 2, 3), **{**VALUES, "r": 5})
+    model_cls.split_options = {"threads": 256}      # chunks of the EEG sums of 10 rows of 24: slabs of 10, 10, 4
+    with pytest.raises(ParameterError, match=r"devices: 24 rows cannot be split over 3 devices with r = 3: each "
+                                             r"device needs at least 2 r = 6 rows in whole blocks of 10 rows;"):
+        model_cls.create(backend="numpy", devices=(0, 1, 2), **{**VALUES, "L": 24, "r": 3})
 
 
 # ---- on the 2-GPU machine ----------------------------------------------------------------------------------------

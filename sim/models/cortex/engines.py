@@ -314,9 +314,21 @@ class CudaPhases:
     def _grid(self, n: int) -> int:
         return self.blocks or grid_for(n, self.threads)
 
+    def rows_per_chunk(self, L: int) -> int:
+        """Rows of L neurons to one chunk of phase 1's EEG partial sums (kernels/phase1.cu): THREADS // L for
+        narrow rows, else 1 (a wide row being ceil(L / threads) chunks). A slab must begin on a multiple."""
+        return 1 if L >= self.threads else self.threads // L
+
+    def chunk_of_row(self, L: int, row: int) -> int:
+        """The index of the first chunk of row ``row`` (a chunk boundary), or the number of chunks of ``row``
+        rows."""
+        if L >= self.threads:
+            return row * -(-L // self.threads)
+        return -(-row // self.rows_per_chunk(L))
+
     def chunks(self, L: int, rows: int) -> int:
-        """Phase 1's chunks (of its EEG partial sums) for ``rows`` rows of L neurons: ceil(L / threads) a row."""
-        return rows * -(-L // self.threads)
+        """Phase 1's chunks (of its EEG partial sums) for ``rows`` rows of L neurons."""
+        return self.chunk_of_row(L, rows)
 
     def partials(self, count: int):
         """A reusable float64 array of 3 ``count`` partial sums (phase 1 writes it, phase 2's record reads it)."""
@@ -327,27 +339,28 @@ class CudaPhases:
     def launch_phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, partials, union=None,
                       rows: tuple[int, int] | None = None, base: int = 0, wrap_rows: bool = True,
                       data=None) -> None:
-        """Phase 1 of the neurons of local rows ``rows`` (first, end; default all of ``s``), their EEG partial
-        sums into ``partials`` (3 chunks(L, rows of s) doubles). A slab passes the global index ``base`` of its
+        """Phase 1 of the neurons of local rows ``rows`` (first, end; default all of ``s``; first a chunk
+        boundary, end too unless it is the last row), their EEG partial sums into ``partials`` (3 chunks(L, rows
+        of s) doubles). A slab passes the global index ``base`` of its
         neuron 0, ``wrap_rows=False`` and, for the int32 layout, its data bytes without the halo rows (``data``)."""
         L = s.L
         n = s.v.size
-        cpr = -(-L // self.threads)
         first, end = rows if rows is not None else (0, n // L)
         if end <= first:
             return
+        chunk_first, chunk_end = self.chunk_of_row(L, first), self.chunk_of_row(L, end)
         seed_lo, seed_hi = split64(seed)
         step_lo, step_hi = split64(step)
         u32, f32, i32 = np.uint32, np.float32, np.int32
         packed = s.packed is not None
         halo = s.halo if packed else self._dummy["u8"]
-        grid = self.blocks or min(65535, (end - first) * cpr)
+        grid = self.blocks or min(65535, chunk_end - chunk_first)
         self._phase1[packed]((grid,), (self.threads,), (
             s.v, s.u, s.data if data is None else data, s.tv, s.delay, s.ev, partials, i32(n), i32(s.ev_idx),
             u32(seed_lo), u32(seed_hi), u32(step_lo), u32(step_hi), f32(inputs.current[0]), f32(inputs.current[1]),
             f32(inputs.noise[0]), f32(inputs.noise[1]), f32(inputs.boost), u32(inputs.boost_threshold),
             halo, i32(L), i32(s.pad), self._dummy["u8"] if union is None else union, i32(union is not None),
-            i32(first * cpr), i32(end * cpr), np.int64(base), i32(wrap_rows)))
+            i32(chunk_first), i32(chunk_end), np.int64(base), i32(wrap_rows)))
 
     def _launch_phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, union=None) -> int:
         count = self.chunks(s.L, s.n // s.L)

@@ -17,7 +17,7 @@ import numpy as np
 from latticelab.sim.backend import to_numpy
 from latticelab.sim.memory import check_fits
 from latticelab.sim.model import EffectiveValue, Impulse, Model, Observable, SignalColumn, StepBatch
-from latticelab.sim.models.cortex.engines import (EV_MAX, V_PEAK, CortexState, CudaPhases, Inputs,
+from latticelab.sim.models.cortex.engines import (EV_MAX, THREADS, V_PEAK, CortexState, CudaPhases, Inputs,
                                                   NumpyPhases, Record, connect_on_device,
                                                   layout_bytes_per_neuron,
                                                   washout_tables)
@@ -158,7 +158,7 @@ class CortexModel(Model):
         self._split = None
         if len(self._devices) > 1:
             from latticelab.sim.models.cortex.slabs import split_layout
-            split_layout(params.L, params.r, len(self._devices))
+            split_layout(params.L, params.r, len(self._devices), self.split_options.get("threads", THREADS))
         check_fits(type(self), params, self._backend, self._devices)
         if len(self._devices) > 1:
             from latticelab.sim.models.cortex.slabs import SplitCortex

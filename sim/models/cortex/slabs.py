@@ -26,19 +26,24 @@ import numpy as np
 from latticelab.sim.models.cortex.engines import (EV_MAX, THREADS, CortexState, CudaPhases, Inputs, Record,
                                                   connect_on_device, layout_bytes_per_neuron)
 from latticelab.sim.multidevice.exchange import Exchanger, Move, Part
-from latticelab.sim.multidevice.slabs import split_slow_axis
+from latticelab.sim.multidevice.slabs import Slab, SlabLayout
 from latticelab.sim.params import ParameterError
 
 
-def split_layout(L: int, r: int, parts: int):
-    """The row slabs of an L x L network of radius r over ``parts`` devices (each at least 2r rows: its two
+def split_layout(L: int, r: int, parts: int, threads: int = THREADS) -> SlabLayout:
+    """The row slabs of an L x L network of radius r over ``parts`` devices: each begins on a chunk boundary of
+    phase 1's EEG partial sums (a multiple of CudaPhases.rows_per_chunk rows) and holds at least 2r rows (its two
     border bands must not overlap); ParameterError naming the devices otherwise."""
-    try:
-        return split_slow_axis(L, parts, r, "L")
-    except ParameterError:
-        raise ParameterError("devices", f"{L} rows cannot be split over {parts} devices with r = {r}: each device needs "
-                                  f"at least 2 r = {2 * r} rows; use fewer devices, a larger L or a smaller r") \
-            from None
+    rpc = 1 if L >= threads else threads // L
+    units = -(-L // rpc)
+    bounds = [min(L, rpc * (i * units // parts)) for i in range(parts + 1)]
+    slabs = tuple(Slab(i, bounds[i], bounds[i + 1], r) for i in range(parts))
+    if min(slab.size for slab in slabs) < 2 * r:
+        blocks = f" in whole blocks of {rpc} rows" if rpc > 1 else ""
+        raise ParameterError("devices", f"{L} rows cannot be split over {parts} devices with r = {r}: each device "
+                                        f"needs at least 2 r = {2 * r} rows{blocks}; use fewer devices, a larger L or "
+                                        f"a smaller r")
+    return SlabLayout(L, slabs)
 
 
 def device_bytes(L: int, k: int, r: int, parts: int, layout: str) -> int:
@@ -58,17 +63,18 @@ class SlabCortex:
                  threads: int = THREADS, overlap: bool = True):
         self.parts, self.exchanger = list(parts), exchanger
         self.L, self.k, self.r, self.layout_name, self.overlap = L, k, r, layout, overlap
-        self.layout = split_layout(L, r, len(self.parts))
-        self.cpr = -(-L // threads)
+        self.layout = split_layout(L, r, len(self.parts), threads)
         self.phases, self.states, self.full, self.partials = [], [], [], []
         for part, slab in zip(self.parts, self.layout.slabs):
             with part.use():
                 phases = CudaPhases(part.xp, threads=threads, layout=layout)
                 self.phases.append(phases)
-                self.partials.append(part.xp.zeros(3 * slab.size * self.cpr, part.xp.float64))
+                self.partials.append(part.xp.zeros(3 * phases.chunks(L, slab.size), part.xp.float64))
+        rpc = self.phases[0].rows_per_chunk(L)
+        self.band = min(-(-r // rpc) * rpc, max(s.size for s in self.layout.slabs))   # phase 1's border rows
         with self.parts[0].use():
             xp = self.parts[0].xp
-            self.gathered = xp.zeros(3 * L * self.cpr, xp.float64)
+            self.gathered = xp.zeros(3 * self.phases[0].chunks(L, L), xp.float64)
             self.probe_v = xp.zeros(1, xp.float32)
         self.probe = 0
         self._moves = None
@@ -170,11 +176,12 @@ class SlabCortex:
     def _gather_moves(self) -> list[Move]:
         """Every part's EEG partial sums into part 0's array of all of them (row order), and the probe neuron's
         potential into part 0."""
-        total = self.L * self.cpr
+        phases = self.phases[0]
+        total = phases.chunks(self.L, self.L)
         moves = []
         for i, slab in enumerate(self.layout.slabs):
-            own = slab.size * self.cpr
-            at = slab.start * self.cpr
+            own = phases.chunks(self.L, slab.size)
+            at = phases.chunk_of_row(self.L, slab.start)
             for q in range(3):
                 moves.append(Move(0, self.gathered[q * total + at:q * total + at + own], i,
                                   self.partials[i][q * own:(q + 1) * own]))
@@ -200,30 +207,40 @@ class SlabCortex:
         halo_moves, gather_moves = self._planned()
         r = self.r
         unions = unions or [None] * len(self.parts)
-        borders = [((0, r), (slab.size - r, slab.size)) for slab in self.layout.slabs]
-        inner = [(r, slab.size - r) for slab in self.layout.slabs]
         whole = [((0, slab.size),) for slab in self.layout.slabs]
-        first_rows = borders if self.overlap else whole
-        for i, (part, slab) in enumerate(zip(self.parts, self.layout.slabs)):
-            with part.use():
-                for rows in first_rows[i]:
-                    self._phase1(i, seed, step, inputs, unions[i], rows)
-        self.exchanger.transfer(halo_moves, overlap=self.overlap)
+        if self.overlap:
+            # phase 1: the border bands (r rows, rounded up to whole chunks of the EEG sums), then the rest;
+            # phase 2: the r border rows' receivers read the halos, the inner core's do not
+            sent = [self._bands(slab.size, self.band) for slab in self.layout.slabs]
+            borders = [self._bands(slab.size, r) for slab in self.layout.slabs]
+        else:
+            sent = borders = whole
         for i, part in enumerate(self.parts):
             with part.use():
+                for rows in sent[i]:
+                    self._phase1(i, seed, step, inputs, unions[i], rows)
+        self.exchanger.transfer(halo_moves, overlap=self.overlap)
+        for i, (part, slab) in enumerate(zip(self.parts, self.layout.slabs)):
+            with part.use():
                 if self.overlap:
-                    self._phase1(i, seed, step, inputs, unions[i], inner[i])
+                    self._phase1(i, seed, step, inputs, unions[i], (sent[i][0][1], sent[i][-1][0]))
                 s = self.states[i]
                 s.ev_idx = (s.ev_idx + 1) % EV_MAX
                 if self.overlap:
-                    self._phase2(i, table, w, None, inner[i])
+                    self._phase2(i, table, w, None, (r, slab.size - r))
         self.exchanger.transfer(gather_moves, overlap=False)
-        last_rows = borders if self.overlap else whole
         part0 = Record(record.trace, record.slot, record.last, 0, record.scale_e, record.scale_i)
         for i, part in enumerate(self.parts):
             with part.use():
-                for j, rows in enumerate(last_rows[i]):
+                for j, rows in enumerate(borders[i]):
                     self._phase2(i, table, w, part0 if i == 0 and j == 0 else None, rows)
+
+    @staticmethod
+    def _bands(size: int, band: int) -> tuple[tuple[int, int], ...]:
+        """The first and the last ``band`` rows of a slab of ``size`` rows (one range when they meet)."""
+        if 2 * band >= size:
+            return ((0, size),)
+        return ((0, band), (size - band, size))
 
     def _phase1(self, i: int, seed: int, step: int, inputs: Inputs, union, rows) -> None:
         slab = self.layout.slabs[i]
@@ -245,13 +262,14 @@ class SplitCortex:
     by the ``exchanger`` kind ("peer" or "nccl"). The model sees host copies (``state``),
     made when asked and kept until the next step; the trace and the last observables live on part 0."""
 
-    def __init__(self, xp, devices, params, exchanger: str = "peer", overlap: bool = True, layout: str = "auto"):
+    def __init__(self, xp, devices, params, exchanger: str = "peer", overlap: bool = True, layout: str = "auto",
+                 threads: int = THREADS):
         from latticelab.sim.multidevice.exchange import make_exchanger, make_parts
         from latticelab.sim.models.cortex.model import cuda_layout
         self.parts = make_parts(xp, devices)
         self.layout_name = cuda_layout(params.r) if layout == "auto" else layout
         self.engine = SlabCortex(self.parts, make_exchanger(self.parts, exchanger), params.L, params.k, params.r,
-                                 self.layout_name, overlap=overlap)
+                                 self.layout_name, threads=threads, overlap=overlap)
         self._host = None
         self._tv = self._delay = None
 

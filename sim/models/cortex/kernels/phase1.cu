@@ -8,15 +8,16 @@
 // cleared; v is capped at 30 mV, and a neuron at 30 fires (bit 0 of its data byte; bit 1 is its type).
 // Every float operation is an explicit round-to-nearest intrinsic, in the twin's order: no fused multiply-add.
 //
-// The neurons are taken in chunks of THREADS consecutive neurons of one row (a row of L neurons is
-// ceil(L / THREADS) chunks; chunk c is row c / cpr, columns (c % cpr) THREADS ..), one chunk per block at a time
-// (a block-stride loop over the chunks chunk_first .. chunk_end - 1, so any grid gives the same result). Each chunk
+// The neurons are taken in chunks of whole rows or parts of one row: a row of L >= THREADS neurons is
+// cpr = ceil(L / THREADS) chunks (chunk c is row c / cpr, columns (c % cpr) THREADS ..); narrower rows go
+// rpc = THREADS / L rows to a chunk (chunk c is rows c rpc ..). One chunk per block at a time (a block-stride
+// loop over the chunks chunk_first .. chunk_end - 1, so any grid gives the same result). Each chunk
 // leaves three partial sums for the pseudo-EEG, reduced over the chunk by a fixed tree: partials[c],
-// partials[G + c], partials[2G + c] (G = chunks, the number of chunks of the n neurons): the membrane potentials
+// partials[G + c], partials[2G + c] (G, the number of chunks of the n neurons): the membrane potentials
 // of the excitatory neurons and the numbers of firing excitatory and inhibitory neurons; phase 2's block 0 adds
 // the G partials (phase2.cu cortex_record). A chunk's sum depends only on the chunk's neurons, so the partials of
-// a network split into row slabs (sim/models/cortex/slabs.py), gathered in row order, are the one-device
-// partials: the EEG is the same bits on any number of devices.
+// a network split into row slabs (sim/models/cortex/slabs.py) that begin on chunk boundaries, gathered in row
+// order, are the one-device partials: the EEG is the same bits on any number of devices.
 //
 // Slabs: the n = rows L neurons here are rows of a larger grid; base is the global index of neuron 0 (the
 // Philox key is base + i) and wrap_rows says whether the rows wrap (the whole grid on one device) or not (a
@@ -43,14 +44,18 @@ __global__ void __launch_bounds__(THREADS) cortex_phase1(
 {
     __shared__ double v_sum[THREADS];
     __shared__ int fired_e[THREADS], fired_i[THREADS];
-    const int cpr = (L + THREADS - 1) / THREADS;            // chunks per row
-    const int G = (n / L) * cpr;
+    const bool wide = L >= THREADS;
+    const int cpr = wide ? (L + THREADS - 1) / THREADS : 1;  // chunks per row (wide rows)
+    const int rpc = wide ? 1 : THREADS / L;                  // rows per chunk (narrow rows)
+    const int rows = n / L;
+    const int G = wide ? rows * cpr : (rows + rpc - 1) / rpc;
     const int side = L + 2 * pad;
     for (int chunk = chunk_first + blockIdx.x; chunk < chunk_end; chunk += gridDim.x) {
-        const int y = chunk / cpr, x = (chunk % cpr) * THREADS + threadIdx.x;
+        const int y = wide ? chunk / cpr : chunk * rpc + threadIdx.x / L;
+        const int x = wide ? (chunk % cpr) * THREADS + threadIdx.x : threadIdx.x % L;
         double my_v = 0.0;
         int my_fe = 0, my_fi = 0;
-        if (x < L) {
+        if (wide ? x < L : (threadIdx.x < rpc * L && y < rows)) {
             const int i = y * L + x;
             const int type = (data[i] >> 1) & 1;
             const uint4 r = cortex_draw((unsigned int)(base + i), CORTEX_TAG_INPUT, step_lo, step_hi, seed_lo,
