@@ -111,8 +111,8 @@ class SlabCortex:
         return self.states[i].halo if self.layout_name == "packed" else self.full[i]
 
     def load(self, v, u, data, ev, ev_idx: int) -> None:
-        """The dynamic state (host arrays over the whole grid, as CortexState holds them) into the slabs; the
-        halos refreshed."""
+        """The dynamic state (host arrays over the whole grid, as CortexState holds them; ``ev`` None: no pending
+        input) into the slabs; the halos refreshed."""
         L = self.L
         for part, slab, s in zip(self.parts, self.layout.slabs, self.states):
             lo, hi = slab.start * L, slab.stop * L
@@ -121,7 +121,10 @@ class SlabCortex:
                 s.v[...] = xp.asarray(v[lo:hi])
                 s.u[...] = xp.asarray(u[lo:hi])
                 s.data[...] = xp.asarray(data[lo:hi])
-                s.ev[...] = xp.asarray(np.ascontiguousarray(ev[:, lo:hi]))
+                if ev is None:
+                    s.ev[...] = 0
+                else:
+                    s.ev[...] = xp.asarray(np.ascontiguousarray(ev[:, lo:hi]))
                 s.ev_idx = int(ev_idx)
                 if s.halo is not None:
                     s.halo[...] = self._codes(xp, np.asarray(data), slab)
@@ -285,9 +288,7 @@ class SplitCortex:
         """A new network from the seed's neurons (network.make_neurons), at its initial state."""
         self._tv, self._delay = neurons.tv, neurons.delay
         self.engine.build(seed, neurons.types, neurons.tv, neurons.delay)
-        n = neurons.v.size
-        self.load(neurons.v, neurons.u, (neurons.types << 1).astype(np.uint8),
-                  np.zeros((EV_MAX, n), np.float32), 0)
+        self.load(neurons.v, neurons.u, (neurons.types << 1).astype(np.uint8), None, 0)
 
     def load(self, v, u, data, ev, ev_idx: int) -> None:
         self.engine.load(v, u, data, ev, ev_idx)
