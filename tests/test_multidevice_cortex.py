@@ -56,6 +56,8 @@ def _assert_same(a, b, what, since=0):
     assert sa.ev_idx == sb.ev_idx and a.step_count == b.step_count
     np.testing.assert_array_equal(a.trace(since=since), b.trace(since=since), err_msg=f"{what}: trace")
     assert a.observables() == b.observables(), what
+    assert a.neuron(700) == b.neuron(700), what
+    np.testing.assert_array_equal(to_numpy(a.fired), to_numpy(b.fired), err_msg=what)
 
 
 # the EEG sums' chunks: a row (32 threads) or two rows (64 threads) of the 32 x 32 grid (kernels/phase1.cu)

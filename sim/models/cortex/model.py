@@ -261,7 +261,8 @@ class CortexModel(Model):
         return self.xp.asarray(connect(p.seed, p.L, p.k, p.r)), None, None, 0
 
     def _on_trace_device(self):
-        """A context with the device of the trace current (part 0 of a split run)."""
+        """A context with the device and stream of the trace current (part 0 of a split run: its update stream
+        wrote the trace, and a copy on another stream would not wait for it)."""
         import contextlib
         return self._split.on_part0() if self._split is not None else contextlib.nullcontext()
 
@@ -335,10 +336,11 @@ class CortexModel(Model):
             chunk = min(first + n - start, TRACE_STEPS)
             self._steps(chunk, union)
             a, b = start % TRACE_STEPS, start % TRACE_STEPS + chunk
-            if b <= TRACE_STEPS:
-                rows.append(to_numpy(self._trace[a:b, :3]))
-            else:
-                rows += [to_numpy(self._trace[a:, :3]), to_numpy(self._trace[:b - TRACE_STEPS, :3])]
+            with self._on_trace_device():
+                if b <= TRACE_STEPS:
+                    rows.append(to_numpy(self._trace[a:b, :3]))
+                else:
+                    rows += [to_numpy(self._trace[a:, :3]), to_numpy(self._trace[:b - TRACE_STEPS, :3])]
         values = np.concatenate(rows)
         times = np.arange(first + 1, first + n + 1, dtype=np.float64)
         observed = {"eeg": values[:, 0].copy(), "firing_e": values[:, 1].copy(), "firing_i": values[:, 2].copy()}
@@ -388,7 +390,9 @@ class CortexModel(Model):
     # ---- measurements -----------------------------------------------------------------------
     def observables(self) -> dict[str, float]:
         """Pseudo-EEG (mV) and the firing fractions of the excitatory and inhibitory neurons in the last step."""
-        eeg, fe, fi = (float(x) for x in to_numpy(self._last))
+        with self._on_trace_device():
+            last = to_numpy(self._last)
+        eeg, fe, fi = (float(x) for x in last)
         return {"eeg": eeg, "firing_e": fe, "firing_i": fi}
 
     @property
@@ -426,12 +430,16 @@ class CortexModel(Model):
         if not 0 <= int(index) < self.n_neurons:
             raise ParameterError("neuron", f"must be an index in [0, {self.n_neurons - 1}]; got {index!r}")
         i = int(index)
-        tv = to_numpy(self.state.tv[:, i])
+        if self._split is not None:             # one neuron's numbers, not the whole network gathered
+            tv, delay, v, u = self._split.neuron(i)
+        else:
+            s = self.state
+            tv, delay = to_numpy(s.tv[:, i]), int(to_numpy(s.delay[i:i + 1])[0])
+            v, u = float(to_numpy(s.v[i:i + 1])[0]), float(to_numpy(s.u[i:i + 1])[0])
         a, b, c, d = (float(x[0]) for x in dynamics(self._types[i:i + 1], tv[:, None]))
         return {"index": i, "x": i % self.L, "y": i // self.L,
                 "type": "inhibitory" if self._types[i] else "excitatory", "a": a, "b": b, "c": c, "d": d,
-                "delay": int(to_numpy(self.state.delay[i:i + 1])[0]), "v": float(to_numpy(self.state.v[i:i + 1])[0]),
-                "u": float(to_numpy(self.state.u[i:i + 1])[0])}
+                "delay": delay, "v": v, "u": u}
 
     def effective(self) -> dict:
         """Base and drug-modified A, tau, I and noise per type, and the washout length in use."""
@@ -471,9 +479,11 @@ class CortexModel(Model):
         """The dynamic arrays (potentials, recovery, fired bits, the ring of pending PSPs) and counters; the
         network itself is rebuilt from the seed, and its types are kept to check that."""
         s = self.state
+        with self._on_trace_device():
+            last = to_numpy(self._last).astype(np.float64)
         return {"step_count": np.int64(self._step_count), "ev_idx": np.int64(s.ev_idx),
                 "v": to_numpy(s.v).copy(), "u": to_numpy(s.u).copy(), "data": to_numpy(s.data).copy(),
-                "ev": to_numpy(s.ev).copy(), "last": to_numpy(self._last).astype(np.float64).copy()}
+                "ev": to_numpy(s.ev).copy(), "last": last.copy()}
 
     @classmethod
     def from_state(cls, params: CortexParams, arrays: dict, backend: str = "auto", devices=None) -> "CortexModel":

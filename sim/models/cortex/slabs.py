@@ -21,6 +21,8 @@ membrane states, the ring and the EEG are the same bits on 1, 2 or 4 devices as 
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from latticelab.sim.models.cortex.engines import (EV_MAX, THREADS, CortexState, CudaPhases, Inputs, Record,
@@ -70,6 +72,12 @@ class SlabCortex:
                 phases = CudaPhases(part.xp, threads=threads, layout=layout)
                 self.phases.append(phases)
                 self.partials.append(part.xp.zeros(3 * phases.chunks(L, slab.size), part.xp.float64))
+        # the inner rows' work runs on a stream of its own, so that it does not wait for the halos, which the
+        # exchanger makes the update stream wait for (CUDA only; on the CPU every copy is made at once)
+        self.inner_streams = []
+        for part in self.parts:
+            with part.use():
+                self.inner_streams.append(part.xp.cuda.Stream(non_blocking=True) if part.cuda else None)
         rpc = self.phases[0].rows_per_chunk(L)
         self.band = min(-(-r // rpc) * rpc, max(s.size for s in self.layout.slabs))   # phase 1's border rows
         with self.parts[0].use():
@@ -218,16 +226,18 @@ class SlabCortex:
             borders = [self._bands(slab.size, r) for slab in self.layout.slabs]
         else:
             sent = borders = whole
+        forks = []
         for i, part in enumerate(self.parts):
             with part.use():
                 for rows in sent[i]:
                     self._phase1(i, seed, step, inputs, unions[i], rows)
+                forks.append(self._fork(i) if self.overlap else None)
         self.exchanger.transfer(halo_moves, overlap=self.overlap)
         for i, (part, slab) in enumerate(zip(self.parts, self.layout.slabs)):
-            with part.use():
+            s = self.states[i]
+            with part.use(), self._inner(i, forks[i]):
                 if self.overlap:
                     self._phase1(i, seed, step, inputs, unions[i], (sent[i][0][1], sent[i][-1][0]))
-                s = self.states[i]
                 s.ev_idx = (s.ev_idx + 1) % EV_MAX
                 if self.overlap:
                     self._phase2(i, table, w, None, (r, slab.size - r))
@@ -237,6 +247,25 @@ class SlabCortex:
             with part.use():
                 for j, rows in enumerate(borders[i]):
                     self._phase2(i, table, w, part0 if i == 0 and j == 0 else None, rows)
+
+    def _fork(self, i: int):
+        """An event on part i's update stream now (after its border rows' phase 1), or None off CUDA."""
+        part = self.parts[i]
+        return part.event(part.stream) if part.cuda else None
+
+    @contextlib.contextmanager
+    def _inner(self, i: int, fork):
+        """Part i's inner rows' work: on its inner stream, after ``fork``; the update stream then waits for it
+        (before the EEG sums are gathered and the border receivers' phase 2)."""
+        stream = self.inner_streams[i]
+        if fork is None or stream is None:
+            yield
+            return
+        part = self.parts[i]
+        stream.wait_event(fork)
+        with stream:
+            yield
+        part.stream.wait_event(part.event(stream))
 
     @staticmethod
     def _bands(size: int, band: int) -> tuple[tuple[int, int], ...]:
@@ -318,6 +347,11 @@ class SplitCortex:
                                      delay=self._delay, v=g("v"), u=g("u"), ev=g("ev"), ev_idx=e.ev_idx,
                                      packed=packed)
         return self._host
+
+    def neuron(self, index: int) -> tuple[np.ndarray, int, float, float]:
+        """(tv (2,), delay, v, u) of one neuron (host)."""
+        e = self.engine
+        return self._tv[:, index], int(self._delay[index]), e.value("v", index), e.value("u", index)
 
     def field(self, name: str) -> np.ndarray:
         """"v" or "data" over the whole grid (host), without gathering the rest."""
