@@ -338,29 +338,31 @@ class CudaPhases:
 
     def launch_phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, partials, union=None,
                       rows: tuple[int, int] | None = None, base: int = 0, wrap_rows: bool = True,
-                      data=None) -> None:
+                      data=None, skip: tuple[int, int] = (0, 0)) -> None:
         """Phase 1 of the neurons of local rows ``rows`` (first, end; default all of ``s``; first a chunk
-        boundary, end too unless it is the last row), their EEG partial sums into ``partials`` (3 chunks(L, rows
-        of s) doubles). A slab passes the global index ``base`` of its
-        neuron 0, ``wrap_rows=False`` and, for the int32 layout, its data bytes without the halo rows (``data``)."""
+        boundary, end too unless it is the last row) but those of the rows ``skip`` (chunk boundaries), their EEG
+        partial sums into ``partials`` (3 chunks(L, rows of s) doubles, chunk by chunk). A slab passes the
+        global index ``base`` of its neuron 0, ``wrap_rows=False`` and, for the int32 layout, its data bytes
+        without the halo rows (``data``)."""
         L = s.L
         n = s.v.size
         first, end = rows if rows is not None else (0, n // L)
         if end <= first:
             return
         chunk_first, chunk_end = self.chunk_of_row(L, first), self.chunk_of_row(L, end)
+        skip_first, skip_end = self.chunk_of_row(L, skip[0]), self.chunk_of_row(L, skip[1])
         seed_lo, seed_hi = split64(seed)
         step_lo, step_hi = split64(step)
         u32, f32, i32 = np.uint32, np.float32, np.int32
         packed = s.packed is not None
         halo = s.halo if packed else self._dummy["u8"]
-        grid = self.blocks or min(65535, chunk_end - chunk_first)
+        grid = self.blocks or min(65535, chunk_end - chunk_first - (skip_end - skip_first))
         self._phase1[packed]((grid,), (self.threads,), (
             s.v, s.u, s.data if data is None else data, s.tv, s.delay, s.ev, partials, i32(n), i32(s.ev_idx),
             u32(seed_lo), u32(seed_hi), u32(step_lo), u32(step_hi), f32(inputs.current[0]), f32(inputs.current[1]),
             f32(inputs.noise[0]), f32(inputs.noise[1]), f32(inputs.boost), u32(inputs.boost_threshold),
             halo, i32(L), i32(s.pad), self._dummy["u8"] if union is None else union, i32(union is not None),
-            i32(chunk_first), i32(chunk_end), np.int64(base), i32(wrap_rows)))
+            i32(chunk_first), i32(chunk_end), i32(skip_first), i32(skip_end), np.int64(base), i32(wrap_rows)))
 
     def _launch_phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, union=None) -> int:
         count = self.chunks(s.L, s.n // s.L)
@@ -371,15 +373,17 @@ class CudaPhases:
         """Phase 1 in place; returns the three sums as a device array (float64 [3]). ``union``: a uint8 (N,)
         array whose bytes of the firing neurons are set to 1."""
         count = self._launch_phase1(s, seed, step, inputs, union)
-        return self._partials.reshape(3, count).sum(axis=1)
+        return self._partials.reshape(count, 3).sum(axis=0)
 
     def phase2(self, s: CortexState, table: np.ndarray, w: int, record: "Record | None" = None) -> None:
         """Phase 2 in place. ``record``: also finish the last phase 1's EEG sums into the trace (Record)."""
         self.launch_phase2(s, table, w, record, self._partials)
 
     def launch_phase2(self, s: CortexState, table: np.ndarray, w: int, record: "Record | None", partials,
-                      rows: tuple[int, int] | None = None, data=None, v=None) -> None:
-        """Phase 2 of the receivers of local rows ``rows`` (default all of ``s``); with ``record``, block 0 first
+                      rows: tuple[int, int] | None = None, data=None, v=None,
+                      skip: tuple[int, int] = (0, 0)) -> None:
+        """Phase 2 of the receivers of local rows ``rows`` (default all of ``s``) but those of the rows ``skip``
+        (first, end); with ``record``, block 0 first
         adds ``partials`` into the trace. A slab passes its data bytes with the halo rows (``data``, the int32
         layout) and, when the probe neuron's potential was copied elsewhere, that array (``v``)."""
         xp = self.xp
@@ -397,14 +401,15 @@ class CudaPhases:
         else:
             tail = (i32(1), partials, i32(partials.size // 3), s.v if v is None else v, i32(record.probe),
                     f64(record.scale_e), f64(record.scale_i), record.trace, i32(record.slot), record.last)
-        tail += (i32(first * s.L), i32(end * s.L))
+        tail += (i32(first * s.L), i32(end * s.L), i32(skip[0] * s.L), i32(skip[1] * s.L))
         if s.packed is not None:
             head = (s.packed, s.halo, s.ev, self._table, i32(n), i32(s.L), i32(s.pad), i32(s.k), i32(s.ev_idx),
                     i32(w))
         else:
             head = (s.sources, s.data if data is None else data, s.ev, self._table, i32(n), i32(s.k),
                     i32(s.ev_idx), i32(w))
-        self._phase2[s.packed is not None]((self._grid((end - first) * s.L),), (self.threads,), head + tail)
+        count = (end - first - (skip[1] - skip[0])) * s.L
+        self._phase2[s.packed is not None]((self._grid(count),), (self.threads,), head + tail)
 
     def step(self, s: CortexState, seed: int, step: int, inputs: Inputs, table: np.ndarray, w: int,
              record: "Record", union=None) -> None:

@@ -78,8 +78,13 @@ class SlabCortex:
         for part in self.parts:
             with part.use():
                 self.inner_streams.append(part.xp.cuda.Stream(non_blocking=True) if part.cuda else None)
+        # phase 1's inner rows of each slab: between the border bands of r rows widened to chunk boundaries
         rpc = self.phases[0].rows_per_chunk(L)
-        self.band = min(-(-r // rpc) * rpc, max(s.size for s in self.layout.slabs))   # phase 1's border rows
+        self.inner_rows = []
+        for slab in self.layout.slabs:
+            low = min(slab.size, -(-r // rpc) * rpc)
+            high = max(low, (slab.size - r) // rpc * rpc)
+            self.inner_rows.append((low, high))
         with self.parts[0].use():
             xp = self.parts[0].xp
             self.gathered = xp.zeros(3 * self.phases[0].chunks(L, L), xp.float64)
@@ -188,14 +193,10 @@ class SlabCortex:
         """Every part's EEG partial sums into part 0's array of all of them (row order), and the probe neuron's
         potential into part 0."""
         phases = self.phases[0]
-        total = phases.chunks(self.L, self.L)
         moves = []
         for i, slab in enumerate(self.layout.slabs):
-            own = phases.chunks(self.L, slab.size)
-            at = phases.chunk_of_row(self.L, slab.start)
-            for q in range(3):
-                moves.append(Move(0, self.gathered[q * total + at:q * total + at + own], i,
-                                  self.partials[i][q * own:(q + 1) * own]))
+            at = 3 * phases.chunk_of_row(self.L, slab.start)          # three sums a chunk, chunk by chunk
+            moves.append(Move(0, self.gathered[at:at + self.partials[i].size], i, self.partials[i]))
         owner, j = self._owner(self.probe)
         moves.append(Move(0, self.probe_v, owner, self.states[owner].v[j:j + 1]))
         return moves
@@ -216,37 +217,32 @@ class SlabCortex:
         is ignored: the probe neuron is ``probe``); ``unions``: per part, the uint8 bytes of the frame's union of
         spikes, or None."""
         halo_moves, gather_moves = self._planned()
-        r = self.r
         unions = unions or [None] * len(self.parts)
-        whole = [((0, slab.size),) for slab in self.layout.slabs]
-        if self.overlap:
-            # phase 1: the border bands (r rows, rounded up to whole chunks of the EEG sums), then the rest;
-            # phase 2: the r border rows' receivers read the halos, the inner core's do not
-            sent = [self._bands(slab.size, self.band) for slab in self.layout.slabs]
-            borders = [self._bands(slab.size, r) for slab in self.layout.slabs]
-        else:
-            sent = borders = whole
+        # phase 1: the border bands (r rows, widened to whole chunks of the EEG sums) in one launch, then the inner
+        # rows; phase 2: the inner core (receivers at least r rows from the slab's ends) while the halos travel, then
+        # the border rows' receivers in one launch; without the overlap, every row at once
+        none = (0, 0)
+        inner1 = self.inner_rows if self.overlap else [none] * len(self.parts)
+        inner2 = [(self.r, slab.size - self.r) if self.overlap else none for slab in self.layout.slabs]
         forks = []
-        for i, part in enumerate(self.parts):
+        for i, (part, slab) in enumerate(zip(self.parts, self.layout.slabs)):
             with part.use():
-                for rows in sent[i]:
-                    self._phase1(i, seed, step, inputs, unions[i], rows)
+                self._phase1(i, seed, step, inputs, unions[i], (0, slab.size), inner1[i])
                 forks.append(self._fork(i) if self.overlap else None)
         self.exchanger.transfer(halo_moves, overlap=self.overlap)
         for i, (part, slab) in enumerate(zip(self.parts, self.layout.slabs)):
             s = self.states[i]
             with part.use(), self._inner(i, forks[i]):
                 if self.overlap:
-                    self._phase1(i, seed, step, inputs, unions[i], (sent[i][0][1], sent[i][-1][0]))
+                    self._phase1(i, seed, step, inputs, unions[i], inner1[i], none)
                 s.ev_idx = (s.ev_idx + 1) % EV_MAX
                 if self.overlap:
-                    self._phase2(i, table, w, None, (r, slab.size - r))
+                    self._phase2(i, table, w, None, inner2[i], none)
         self.exchanger.transfer(gather_moves, overlap=False)
         part0 = Record(record.trace, record.slot, record.last, 0, record.scale_e, record.scale_i)
-        for i, part in enumerate(self.parts):
+        for i, (part, slab) in enumerate(zip(self.parts, self.layout.slabs)):
             with part.use():
-                for j, rows in enumerate(borders[i]):
-                    self._phase2(i, table, w, part0 if i == 0 and j == 0 else None, rows)
+                self._phase2(i, table, w, part0 if i == 0 else None, (0, slab.size), inner2[i])
 
     def _fork(self, i: int):
         """An event on part i's update stream now (after its border rows' phase 1), or None off CUDA."""
@@ -267,22 +263,15 @@ class SlabCortex:
             yield
         part.stream.wait_event(part.event(stream))
 
-    @staticmethod
-    def _bands(size: int, band: int) -> tuple[tuple[int, int], ...]:
-        """The first and the last ``band`` rows of a slab of ``size`` rows (one range when they meet)."""
-        if 2 * band >= size:
-            return ((0, size),)
-        return ((0, band), (size - band, size))
-
-    def _phase1(self, i: int, seed: int, step: int, inputs: Inputs, union, rows) -> None:
+    def _phase1(self, i: int, seed: int, step: int, inputs: Inputs, union, rows, skip) -> None:
         slab = self.layout.slabs[i]
         self.phases[i].launch_phase1(self.states[i], seed, step, inputs, self.partials[i], union, rows,
-                                     base=slab.start * self.L, wrap_rows=False)
+                                     base=slab.start * self.L, wrap_rows=False, skip=skip)
 
-    def _phase2(self, i: int, table, w: int, record, rows) -> None:
+    def _phase2(self, i: int, table, w: int, record, rows, skip) -> None:
         full = self.full[i]
         self.phases[i].launch_phase2(self.states[i], table, w, record, self.gathered, rows,
-                                     data=None if full is None else full.reshape(-1), v=self.probe_v)
+                                     data=None if full is None else full.reshape(-1), v=self.probe_v, skip=skip)
 
     def synchronize(self) -> None:
         self.exchanger.finish()

@@ -11,13 +11,14 @@
 // The neurons are taken in chunks of whole rows or parts of one row: a row of L >= THREADS neurons is
 // cpr = ceil(L / THREADS) chunks (chunk c is row c / cpr, columns (c % cpr) THREADS ..); narrower rows go
 // rpc = THREADS / L rows to a chunk (chunk c is rows c rpc ..). One chunk per block at a time (a block-stride
-// loop over the chunks chunk_first .. chunk_end - 1, so any grid gives the same result). Each chunk
-// leaves three partial sums for the pseudo-EEG, reduced over the chunk by a fixed tree: partials[c],
-// partials[G + c], partials[2G + c] (G, the number of chunks of the n neurons): the membrane potentials
-// of the excitatory neurons and the numbers of firing excitatory and inhibitory neurons; phase 2's block 0 adds
-// the G partials (phase2.cu cortex_record). A chunk's sum depends only on the chunk's neurons, so the partials of
-// a network split into row slabs (sim/models/cortex/slabs.py) that begin on chunk boundaries, gathered in row
-// order, are the one-device partials: the EEG is the same bits on any number of devices.
+// loop over the chunks chunk_first .. chunk_end - 1 less skip_first .. skip_end - 1, so any grid gives the
+// same result; the skip lets a slab's two border bands go in one launch). Each chunk leaves three partial sums
+// for the pseudo-EEG, reduced over the chunk by a fixed tree: partials[3c], partials[3c + 1], partials[3c + 2]:
+// the membrane potentials of the excitatory neurons and the numbers of firing excitatory and inhibitory neurons;
+// phase 2's block 0 adds the chunks' partials (phase2.cu cortex_record). A chunk's sums depend only on the
+// chunk's neurons, so the partials of a network split into row slabs (sim/models/cortex/slabs.py) that begin on
+// chunk boundaries, gathered in row order, are the one-device partials: the EEG is the same bits on any number of
+// devices.
 //
 // Slabs: the n = rows L neurons here are rows of a larger grid; base is the global index of neuron 0 (the
 // Philox key is base + i) and wrap_rows says whether the rows wrap (the whole grid on one device) or not (a
@@ -40,7 +41,8 @@ __global__ void __launch_bounds__(THREADS) cortex_phase1(
     const unsigned int step_hi, const float current_e, const float current_i, const float noise_e,
     const float noise_i, const float boost, const unsigned int boost_threshold, unsigned char* __restrict__ halo,
     const int L, const int pad, unsigned char* __restrict__ fired_union, const int want_union,
-    const int chunk_first, const int chunk_end, const long long base, const int wrap_rows)
+    const int chunk_first, const int chunk_end, const int skip_first, const int skip_end, const long long base,
+    const int wrap_rows)
 {
     __shared__ double v_sum[THREADS];
     __shared__ int fired_e[THREADS], fired_i[THREADS];
@@ -48,9 +50,10 @@ __global__ void __launch_bounds__(THREADS) cortex_phase1(
     const int cpr = wide ? (L + THREADS - 1) / THREADS : 1;  // chunks per row (wide rows)
     const int rpc = wide ? 1 : THREADS / L;                  // rows per chunk (narrow rows)
     const int rows = n / L;
-    const int G = wide ? rows * cpr : (rows + rpc - 1) / rpc;
     const int side = L + 2 * pad;
-    for (int chunk = chunk_first + blockIdx.x; chunk < chunk_end; chunk += gridDim.x) {
+    const int chunks = chunk_end - chunk_first - (skip_end - skip_first);
+    for (int q = blockIdx.x; q < chunks; q += gridDim.x) {
+        const int chunk = chunk_first + q < skip_first ? chunk_first + q : chunk_first + q + (skip_end - skip_first);
         const int y = wide ? chunk / cpr : chunk * rpc + threadIdx.x / L;
         const int x = wide ? (chunk % cpr) * THREADS + threadIdx.x : threadIdx.x % L;
         double my_v = 0.0;
@@ -125,9 +128,9 @@ __global__ void __launch_bounds__(THREADS) cortex_phase1(
             __syncthreads();
         }
         if (threadIdx.x == 0) {
-            partials[chunk] = v_sum[0];
-            partials[G + chunk] = (double)fired_e[0];
-            partials[2 * G + chunk] = (double)fired_i[0];
+            partials[3 * chunk] = v_sum[0];
+            partials[3 * chunk + 1] = (double)fired_e[0];
+            partials[3 * chunk + 2] = (double)fired_i[0];
         }
         __syncthreads();             // the next chunk rewrites the shared sums
     }
