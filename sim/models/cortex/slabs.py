@@ -74,10 +74,14 @@ class SlabCortex:
                 self.partials.append(part.xp.zeros(3 * phases.chunks(L, slab.size), part.xp.float64))
         # the inner rows' work runs on a stream of its own, so that it does not wait for the halos, which the
         # exchanger makes the update stream wait for (CUDA only; on the CPU every copy is made at once)
-        self.inner_streams = []
+        self.inner_streams, self._events = [], []
         for part in self.parts:
             with part.use():
-                self.inner_streams.append(part.xp.cuda.Stream(non_blocking=True) if part.cuda else None)
+                cuda = part.xp.cuda if part.cuda else None
+                self.inner_streams.append(cuda.Stream(non_blocking=True) if cuda else None)
+                # (fork, join), recorded anew each step: a wait takes the event's state when it is issued
+                self._events.append((cuda.Event(disable_timing=True), cuda.Event(disable_timing=True)) if cuda
+                                    else None)
         # phase 1's inner rows of each slab: between the border bands of r rows widened to chunk boundaries
         rpc = self.phases[0].rows_per_chunk(L)
         self.inner_rows = []
@@ -247,7 +251,11 @@ class SlabCortex:
     def _fork(self, i: int):
         """An event on part i's update stream now (after its border rows' phase 1), or None off CUDA."""
         part = self.parts[i]
-        return part.event(part.stream) if part.cuda else None
+        if not part.cuda:
+            return None
+        event = self._events[i][0]
+        event.record(part.stream)
+        return event
 
     @contextlib.contextmanager
     def _inner(self, i: int, fork):
@@ -261,7 +269,9 @@ class SlabCortex:
         stream.wait_event(fork)
         with stream:
             yield
-        part.stream.wait_event(part.event(stream))
+        join = self._events[i][1]
+        join.record(stream)
+        part.stream.wait_event(join)
 
     def _phase1(self, i: int, seed: int, step: int, inputs: Inputs, union, rows, skip) -> None:
         slab = self.layout.slabs[i]
