@@ -124,6 +124,11 @@ class CortexState:
             self.halo[...] = halo_codes(xp, self.data, self.L, self.pad)
 
 
+def cuda_layout(r: int) -> str:
+    """The source layout a CUDA model uses by default: packed 16-bit offsets for r <= 127, else int32."""
+    return "packed" if r <= PACKED_MAX_RADIUS else "int32"
+
+
 def layout_bytes_per_neuron(k: int, L: int, r: int, layout: str) -> float:
     """Device bytes per neuron of the source storage: 4k (int32), or 8 ceil(k/4) plus the halo (packed)."""
     if layout == "packed":

@@ -18,11 +18,10 @@ from latticelab.sim.backend import to_numpy
 from latticelab.sim.memory import check_fits
 from latticelab.sim.model import EffectiveValue, Impulse, Model, Observable, SignalColumn, StepBatch
 from latticelab.sim.models.cortex.engines import (EV_MAX, THREADS, V_PEAK, CortexState, CudaPhases, Inputs,
-                                                  NumpyPhases, Record, connect_on_device,
+                                                  NumpyPhases, Record, connect_on_device, cuda_layout,
                                                   layout_bytes_per_neuron,
                                                   washout_tables)
-from latticelab.sim.models.cortex.network import (PACKED_MAX_RADIUS, connect, dynamics, halo_side,
-                                                  make_neurons)
+from latticelab.sim.models.cortex.network import connect, dynamics, halo_side, make_neurons
 from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cortex.params import CortexParams
 from latticelab.sim.models.cortex.study import STUDY
@@ -39,11 +38,6 @@ def bytes_per_neuron(k: int, L: int | None = None, r: int | None = None, layout:
     (L + 2r)^2 / L^2 bytes), ring 4 EV_MAX, v, u, tv 16, data and delay 2, temporaries 16."""
     lists = 4 * k if layout == "int32" else layout_bytes_per_neuron(k, L, r, layout)
     return lists + 4 * EV_MAX + 18 + 16
-
-
-def cuda_layout(r: int) -> str:
-    """The source layout a CUDA model uses by default: packed 16-bit offsets for r <= 127, else int32."""
-    return "packed" if r <= PACKED_MAX_RADIUS else "int32"
 
 
 # Building the connections on NumPy (network.connect, in chunks of about 2^20 connections, at least one slot of

@@ -26,7 +26,7 @@ import contextlib
 import numpy as np
 
 from latticelab.sim.models.cortex.engines import (EV_MAX, THREADS, CortexState, CudaPhases, Inputs, Record,
-                                                  connect_on_device, layout_bytes_per_neuron)
+                                                  connect_on_device, cuda_layout, layout_bytes_per_neuron)
 from latticelab.sim.multidevice.exchange import Exchanger, Move, Part
 from latticelab.sim.multidevice.slabs import Slab, SlabLayout
 from latticelab.sim.params import ParameterError
@@ -296,7 +296,6 @@ class SplitCortex:
     def __init__(self, xp, devices, params, exchanger: str = "peer", overlap: bool = True, layout: str = "auto",
                  threads: int = THREADS):
         from latticelab.sim.multidevice.exchange import make_exchanger, make_parts
-        from latticelab.sim.models.cortex.model import cuda_layout
         self.parts = make_parts(xp, devices)
         self.layout_name = cuda_layout(params.r) if layout == "auto" else layout
         self.engine = SlabCortex(self.parts, make_exchanger(self.parts, exchanger), params.L, params.k, params.r,
