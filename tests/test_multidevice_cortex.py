@@ -84,6 +84,7 @@ def test_a_split_network_steps_as_on_one_device(emulated, monkeypatch, layout, o
         # few neurons is nearly always exact, so the EEG alone would not show a wrong order)
         np.testing.assert_array_equal(to_numpy(split._split.engine.gathered), to_numpy(one._phases._partials),
                                       err_msg=what)
+    np.testing.assert_array_equal(split.edges(), one.edges())       # the source lists, back in global indices
 
 
 def test_a_split_network_saves_and_resumes(emulated):
@@ -95,6 +96,7 @@ def test_a_split_network_saves_and_resumes(emulated):
     state = two.get_state()
     for key, value in one.get_state().items():
         np.testing.assert_array_equal(state[key], value, err_msg=key)
+    np.testing.assert_array_equal(two.edges(), one.edges())
     resumed = [model_cls.from_state(two.params, state, backend="numpy", devices=(0, 1, 2, 3)),
                model_cls.from_state(two.params, one.get_state(), backend="numpy", devices=(0, 1))]
     for model in (one, *resumed):

@@ -458,7 +458,10 @@ class CortexModel(Model):
 
     def edges(self) -> np.ndarray:
         """(N k, 2) int64 [source, receiver] of every connection (host; large: N k rows)."""
-        sources = to_numpy(self.state.source_indices(self._phases.xp))
+        if self._split is not None:
+            sources = self._split.source_indices()
+        else:
+            sources = to_numpy(self.state.source_indices(self._phases.xp))
         receivers = np.broadcast_to(np.arange(self.n_neurons), sources.shape)
         return np.column_stack([sources.reshape(-1).astype(np.int64), receivers.reshape(-1).astype(np.int64)])
 

@@ -331,20 +331,29 @@ class SplitCortex:
         if self._host is None:
             e = self.engine
             g = e.gather
-            sources = packed = None
-            if self.layout_name == "packed":
-                packed = np.concatenate([to_host(p, s.packed) for p, s in zip(self.parts, e.states)], axis=1)
-            else:
-                blocks = []
-                for part, slab, s in zip(self.parts, e.layout.slabs, e.states):
-                    local = to_host(part, s.sources).astype(np.int64)
-                    row = (local // e.L + slab.offset) % e.L
-                    blocks.append((row * e.L + local % e.L).astype(np.int32))
-                sources = np.concatenate(blocks, axis=1)
+            sources, packed = self._lists()
             self._host = CortexState(L=e.L, k=e.k, sources=sources, data=g("data"), tv=self._tv,
                                      delay=self._delay, v=g("v"), u=g("u"), ev=g("ev"), ev_idx=e.ev_idx,
                                      packed=packed)
         return self._host
+
+    def _lists(self):
+        """(int32 global source indices, None) or (None, packed offsets) of every receiver, on the host."""
+        e = self.engine
+        if self.layout_name == "packed":
+            return None, np.concatenate([to_host(p, s.packed) for p, s in zip(self.parts, e.states)], axis=1)
+        blocks = []
+        for part, slab, s in zip(self.parts, e.layout.slabs, e.states):
+            local = to_host(part, s.sources).astype(np.int64)
+            row = (local // e.L + slab.offset) % e.L
+            blocks.append((row * e.L + local % e.L).astype(np.int32))
+        return np.concatenate(blocks, axis=1), None
+
+    def source_indices(self) -> np.ndarray:
+        """int32 (k, N) global source indices (host), without gathering the neurons' state."""
+        from latticelab.sim.models.cortex.network import unpack_sources
+        sources, packed = self._lists()
+        return sources if packed is None else unpack_sources(np, packed, self.engine.L, self.engine.k)
 
     def neuron(self, index: int) -> tuple[np.ndarray, int, float, float]:
         """(tv (2,), delay, v, u) of one neuron (host)."""
