@@ -156,3 +156,18 @@ def test_a_network_split_over_two_gpus_steps_as_on_one(monkeypatch, options):
     for model in (one, three):
         model.step(50)
     _assert_same(three, one, f"2 GPUs {options}, resumed", since=200)
+
+
+def test_a_network_too_large_for_one_gpu_is_accepted_on_two(monkeypatch):
+    import latticelab.sim.memory as memory
+    from latticelab.sim.backend import Backend
+    from latticelab.sim.models.cortex.model import CortexModel
+    params = CortexModel.Params.create(gpu=True, L=2896, k=100, r=64)
+    per_two = CortexModel.estimate_bytes_per_device(params, "cuda", 2)
+    whole = CortexModel.estimate_bytes(params, "cuda")
+    assert whole / 2 < per_two < whole / 1.9            # half the neurons and a slab's halo rows
+    monkeypatch.setattr(memory, "available_bytes", lambda backend, devices=None: (per_two + whole) // 2)
+    gpu = Backend(np, "cuda", "test GPU", "test")
+    assert memory.check_fits(CortexModel, params, gpu, devices=(0, 1)) == per_two
+    with pytest.raises(ParameterError, match="L: .*needs about"):
+        memory.check_fits(CortexModel, params, gpu)
