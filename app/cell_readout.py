@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from latticelab.sim.model import main_field
+from latticelab.sim.model import main_field_at
 
 REREAD_MS = 250      # while the mouse rests on a cell
 
@@ -22,14 +22,12 @@ REREAD_MS = 250      # while the mouse rests on a cell
 def cell_text(model, index, unit: str = "") -> str:
     """"x=.. y=.. [z=..]  <field>=<value> [unit]" of the model's main field at ``index`` (array order: (y, x)
     or (z, y, x)); reads that one element."""
-    name, array = main_field(model)
-    element = array[tuple(int(i) for i in index)]
-    value = element.item() if hasattr(element, "item") else element    # one element to the host (NumPy/CuPy)
+    name, value, dtype = main_field_at(model, index)       # one element to the host (NumPy/CuPy, split or not)
     coordinates = "  ".join(f"{axis}={i}" for axis, i in zip("xyz", tuple(index)[::-1]))
     if isinstance(value, (bool, np.bool_)):
         shown = "yes" if value else "no"
     elif isinstance(value, (int, np.integer)):
-        shown = f"{int(value):+d}" if np.issubdtype(array.dtype, np.signedinteger) else f"{int(value)}"
+        shown = f"{int(value):+d}" if np.issubdtype(dtype, np.signedinteger) else f"{int(value)}"
     else:
         shown = f"{float(value):.4g}"
     return f"{coordinates}   {name}={shown}{f' {unit}' if unit else ''}"

@@ -162,12 +162,21 @@ def build_parser(extra_commands=()) -> argparse.ArgumentParser:
         g = p.add_argument_group("running")
         g.add_argument("--backend", default="auto", choices=BACKENDS, help="auto (CUDA when usable), cuda or numpy")
         g.add_argument("--devices", default=None, metavar="IDS", help=devices_help(cls))
+        g.add_argument("--distributed", action="store_true",
+                       help="split the run over the processes of an MPI job, one per GPU (or NumPy slab): start it "
+                            "with mpirun -n N; rank 0 writes the outputs (docs/multigpu.md)"
+                            + ("" if cls.splits_across_devices else "; this model runs in one process only"))
         g.add_argument("--steps", type=int, default=None, help=f"number of steps to record (default {DEFAULT_STEPS})")
         g.add_argument("--until", type=_typed(float), default=None, metavar="T",
                        help=f"record until the model's time ({cls.time_label}) reaches T, instead of a number of steps")
         g.add_argument("--equilibrate", type=int, default=0, help="steps to run before recording")
         g.add_argument("--csv", help="write one row per step with the observables to this file")
         g.add_argument("--overwrite", action="store_true", help="replace existing output files")
+        g.add_argument("--load-state", metavar="PATH", default=None,
+                       help="continue the run saved in this state file (.npz; its parameters are the run's)")
+        g.add_argument("--save-state", metavar="PATH", default=None,
+                       help="save the model's state at the end (.npz), to continue it with --load-state or in "
+                            "the window")
         add_output_options(g)
         add_record_options(p.add_argument_group("movie (frames at one pixel per cell; 3D: the layers as tiles)"))
         add_model_run_options(p, cls)
@@ -259,7 +268,7 @@ def _run_length(args) -> tuple[int | None, float | None]:
 def _check_outputs(args, cls) -> dict[str, str]:
     """{option: path} of every file the run writes, each checked now (OutputError before any work)."""
     from latticelab.sim.io import check_output
-    outputs = {"--csv": args.csv}
+    outputs = {"--csv": args.csv, "--save-state": args.save_state}
     outputs.update({option_name(o.name): getattr(args, o.name) for o in cls.run_options if o.output})
     outputs = {k: v for k, v in outputs.items() if v}
     if args.output:
@@ -298,6 +307,51 @@ def _progress(total: float, description: str, unit: str, stream, leave: bool = T
 
 
 def run_model(args) -> int:
+    """``latticelab run <model>`` (see ``run_steps``); with ``--distributed``, in every process of the MPI job,
+    rank 0 writing and printing (app/distributed_run.py)."""
+    from latticelab.app import distributed_run
+    from latticelab.sim.params import ParameterError
+    try:
+        job = distributed_run.join(args, UsageError)
+        with distributed_run.quiet_unless_root(job):
+            return run_steps(args, job)
+    except ParameterError as exc:
+        if exc.parameter == "distributed":      # the option, as typed
+            raise UsageError(f"--{exc}") from None
+        raise
+
+
+def _build_model(cls, args, given: dict, devices):
+    """The model of a run: made from the parameters given, or continuing ``--load-state``'s file."""
+    from latticelab.sim.params import ParameterError
+    if args.load_state:
+        from latticelab.sim.state import StateError, load_state
+        if given:
+            raise UsageError(f"{option_name(next(iter(given)))}: the parameters come from the --load-state file; "
+                             "leave it out")
+        inputs = [o.name for o in cls.run_options if not o.output and getattr(args, o.name)]
+        if inputs:
+            raise UsageError(f"{option_name(inputs[0])}: the run continues the --load-state file; leave it out")
+        try:
+            model = load_state(args.load_state, backend=args.backend, devices=devices)
+        except (StateError, OSError) as exc:
+            raise UsageError(f"--load-state: {exc}") from None
+        if model.name != cls.name:
+            raise UsageError(f"--load-state: {args.load_state} holds a {model.name} model; continue it with "
+                             f"latticelab run {model.name}")
+        return model
+    try:
+        return cls.create(backend=args.backend, devices=devices, **given)
+    except ParameterError as exc:
+        if exc.parameter in given or exc.parameter not in cls.Params.model_fields or not given:
+            raise
+        chosen = " ".join(f"{option_name(k)} {v!r}" for k, v in given.items())
+        what = str(exc).removeprefix(exc.parameter + ": ")
+        raise ParameterError(exc.parameter, f"{what} ({option_name(exc.parameter)} was not given: its default "
+                                            f"does not go with {chosen})") from None
+
+
+def run_steps(args, job=None) -> int:
     """``latticelab run <model>``: steps a model headless and prints (or writes as CSV) its observables.
 
     The run records ``--steps`` steps or until the model's time reaches ``--until``, after ``--equilibrate``
@@ -307,9 +361,11 @@ def run_model(args) -> int:
     its name when the run ends; interrupted (SIGINT, SIGTERM) after some recorded steps, the finished rows are
     moved there all the same, and the message says how many. The other outputs are written atomically when the
     run is complete, so an interrupted run leaves the old files (or none); the output paths are checked before
-    the run starts. On a terminal a progress bar shows the time left."""
+    the run starts. On a terminal a progress bar shows the time left. ``job``: the MPI job of a --distributed
+    run, whose rank 0 alone writes the files (the others compute the same and discard it)."""
     import signal
 
+    from latticelab.app.distributed_run import Discarded
     from latticelab.sim import export
     from latticelab.sim.io import AtomicFile, open_atomic
     from latticelab.sim.model import check_finite
@@ -323,15 +379,8 @@ def run_model(args) -> int:
         check_record_options(args)
     outputs = _check_outputs(args, cls)
     given = given_parameters(args, cls.Params)
-    try:
-        model = cls.create(backend=args.backend, devices=args.devices, **given)
-    except ParameterError as exc:
-        if exc.parameter in given or exc.parameter not in cls.Params.model_fields or not given:
-            raise
-        chosen = " ".join(f"{option_name(k)} {v!r}" for k, v in given.items())
-        what = str(exc).removeprefix(exc.parameter + ": ")
-        raise ParameterError(exc.parameter, f"{what} ({option_name(exc.parameter)} was not given: its default "
-                                            f"does not go with {chosen})") from None
+    root = job is None or job.root
+    model = _build_model(cls, args, given, job.devices if job is not None else args.devices)
     hooks = cls.run_hooks({o.name: getattr(args, o.name) for o in cls.run_options})
     try:
         hooks.start(model)
@@ -341,7 +390,9 @@ def run_model(args) -> int:
     output = None
     names = [o.name for o in cls.declared_observables]
     time_column = export.time_column(cls)
-    table = AtomicFile(args.csv, overwrite=args.overwrite, binary=False) if args.csv else None
+    table = None
+    if args.csv:
+        table = AtomicFile(args.csv, overwrite=args.overwrite, binary=False) if root else Discarded()
     writer, rows = None, 0
     phase, done, bar = "equilibration", 0, None
     elapsed = 0.0
@@ -351,9 +402,11 @@ def run_model(args) -> int:
             writer.writeheader()
         with _interruptible() as signals:
             summary = " ".join(f"{k}={v}" for k, v in model.params.model_dump().items())
-            print(f"latticelab: {cls.title} {summary} on {model.backend_name} [{model.device_name}]",
+            split = (f", split over {job.size} MPI processes (halos by {job.transport})"
+                     if job is not None and job.size > 1 else "")
+            print(f"latticelab: {cls.title} {summary} on {model.backend_name} [{model.device_name}]{split}",
                   file=sys.stderr)
-            derived = derived_values(model.params, given_parameters(args, cls.Params))
+            derived = {} if args.load_state else derived_values(model.params, given_parameters(args, cls.Params))
             if derived:
                 print("latticelab: not given, so derived from the other parameters: "
                       + ", ".join(f"{option_name(k)} {v!r} (default {cls.Params.model_fields[k].default!r})"
@@ -404,9 +457,12 @@ def run_model(args) -> int:
                 table, finished = None, table
                 finished.commit()
             for option, write in hooks.outputs(model).items():
-                with open_atomic(getattr(args, option), overwrite=args.overwrite, binary=False) as f:
+                with (open_atomic(getattr(args, option), overwrite=args.overwrite, binary=False) if root
+                      else open(os.devnull, "w")) as f:
                     write(f)
                 print(f"latticelab: wrote {getattr(args, option)}", file=sys.stderr)
+            if args.save_state:
+                _save_state(args, model, root)
             if recorder is not None:
                 result, recorder = recorder.close(), None
                 print(f"latticelab: {result.describe()}", file=sys.stderr)
@@ -458,6 +514,18 @@ def run_model(args) -> int:
     print(f"step {model.step_count}{clock}: " + "  ".join(f"{k} {v:.6f}" for k, v in obs.items())
           + f"  ({done / max(elapsed, 1e-9):.1f} steps/s)")
     return 0
+
+
+def _save_state(args, model, root: bool) -> None:
+    """--save-state: the model's state (gathered in every process of a distributed run), written by rank 0."""
+    import numpy as np
+
+    from latticelab.sim.io import write_atomic
+    from latticelab.sim.state import state_of
+    state = state_of(model)
+    if root:
+        write_atomic(args.save_state, lambda f: np.savez_compressed(f, **state), args.overwrite)
+    print(f"latticelab: saved the state in {args.save_state}", file=sys.stderr)
 
 
 def _check_time_left(model, until: float, since: float, time_label: str) -> float:
@@ -540,6 +608,14 @@ def _refuse_empty_values(args) -> None:
             raise UsageError(f"{option_name(name)}: an empty value; give one, or leave the option out")
 
 
+def _end_job(code: int) -> None:
+    """After an error in a --distributed run, end all its processes (the others would wait for this one)."""
+    mpi = sys.modules.get("latticelab.sim.multidevice.mpi")       # imported only by a --distributed run
+    job = mpi.current_job() if mpi is not None else None
+    if job is not None:
+        job.abort(code)
+
+
 def main(argv: list[str] | None = None, extra_commands=()) -> int:
     """Run the command line; ``extra_commands`` are functions (subparsers, parser_class) that add commands
     whose parsers set a ``handler(args)`` default."""
@@ -571,6 +647,7 @@ def main(argv: list[str] | None = None, extra_commands=()) -> int:
         if isinstance(exc, OutputExists) and getattr(args, "overwrite", None) is False:
             message = message.replace("allow overwriting", "give --overwrite to replace it")   # name the option
         print(f"latticelab: error: {message}", file=sys.stderr)
+        _end_job(2)
         return 2
     except KeyboardInterrupt:
         print("latticelab: interrupted", file=sys.stderr)
@@ -578,6 +655,7 @@ def main(argv: list[str] | None = None, extra_commands=()) -> int:
     except MemoryError:
         print("latticelab: error: out of memory; choose a smaller model (see 'latticelab run <model> --help')",
               file=sys.stderr)
+        _end_job(2)
         return 2
     except Exception as exc:     # a bug: one line (the traceback with -v), never a wall of text
         if verbose:
@@ -585,6 +663,7 @@ def main(argv: list[str] | None = None, extra_commands=()) -> int:
             traceback.print_exc(file=sys.stderr)
         print(f"latticelab: internal error: {type(exc).__name__}: {exc} (a bug; -v shows where, please report it)",
               file=sys.stderr)
+        _end_job(1)
         return 1
 
 

@@ -26,9 +26,16 @@ BENCHMARKS = {
     "window": ("window", "the application's window on a 2D and a 3D lattice: frames/s, sweeps/s against headless"),
     "sweep-scaling": ("sweep_scaling", "one study on a local Dask cluster of 1 and of N workers (one per GPU): "
                       "points per hour and their ratio"),
+    "notebook": ("notebook", "the notebook's live view (jupyter_rfb canvas, off screen): frames/s by jupyter_rfb's "
+                 "own accounting, the simulation stepping between frames"),
     "io": ("output", "the same Ising run with and without fields written to Zarr every N sweeps: the overhead"),
     "multigpu": ("multigpu", "one Ising lattice split over the GPUs of one host (slabs, halos) against one GPU: "
                  "weak and strong scaling"),
+    "mpi": ("mpi", "the weak-scaling Ising case with one MPI process per GPU against one process over the same GPUs "
+            "(start with mpirun -n 2)"),
+    "window-gpus": ("window_gpus", "the lattice view with two GPUs, headless: one GPU simulating and the other "
+                    "drawing (dual-GPU mode) against one GPU doing both, and a lattice split over both drawn in one "
+                    "view, against headless"),
     "responsiveness": ("responsiveness", "the window on the CPU while slow work runs (Swendsen-Wang at 2048^2, the "
                        "Spectrum dock at 3D 128^3): longest gaps between frames and event-loop iterations"),
 }

@@ -23,6 +23,7 @@ from latticelab.render import interop, palette
 from latticelab.render.unfold import UnfoldLayout
 from latticelab.render.upload import upload_palette
 from latticelab.sim.backend import to_numpy
+from latticelab.sim.multidevice.picture import reduction_step
 from latticelab.render.visuals import FieldCube, FieldImage, LinkGeometry, UnfoldedField, code_texture, palette_texture
 
 MODES_3D = ("cube", "unfold")
@@ -82,7 +83,8 @@ class FieldView:
         self.shape, self.dim, self.L = shape, len(shape), shape[0]
         self._set_palette(picture.palette)
         if self.dim == 2:
-            self.image.show(picture)
+            # a picture split over devices comes reduced where the view has fewer pixels than it has cells
+            self.image.show(picture, 1 if picture.slabs is None else reduction_step(shape, self.view_pixels()))
         else:
             self.cube.show(picture)
             if geometry_changed:
@@ -102,6 +104,13 @@ class FieldView:
             self._update_link_positions()
         if geometry_changed:
             self.reset_camera()
+
+    def view_pixels(self) -> tuple[int, int]:
+        """The view's size in device pixels (width, height)."""
+        canvas = self.viewbox.canvas
+        scale = getattr(canvas, "pixel_scale", 1) if canvas is not None else 1
+        width, height = self.viewbox.size
+        return max(1, int(round(width * scale))), max(1, int(round(height * scale)))
 
     def before_render(self) -> None:
         """Call before drawing the canvas outside its draw event (``canvas.render()``): textures the last

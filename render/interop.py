@@ -30,6 +30,7 @@ cupy and cuda.bindings are imported lazily: importing this module needs neither.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import weakref
@@ -41,6 +42,7 @@ from latticelab.sim.backend import to_numpy
 
 log = logging.getLogger(__name__)
 
+MEMCPY_DEFAULT = 4                 # cudaMemcpyDefault: the direction from the pointers (unified addressing)
 GL_TEXTURE_2D = 0x0DE1
 GL_TEXTURE_3D = 0x806F
 ENV_SWITCH = "LATTICELAB_INTEROP"  # "off" (or 0/no/false) forces host uploads
@@ -495,6 +497,39 @@ def _gl_cuda_devices(runtime, count: int) -> list[int]:
     return [int(d) for d in list(devices)[:n]]
 
 
+EGL_DEVICE_EXT = 0x322C
+EGL_CUDA_DEVICE_NV = 0x323A
+
+
+def _egl_cuda_device() -> int | None:
+    """The CUDA device of the display of VisPy's headless EGL backend (EGL_EXT_device_query with NVIDIA's
+    EGL_NV_device_cuda), or None: another backend, an EGL without those extensions, any failure."""
+    import ctypes
+    import sys
+    backend = sys.modules.get("vispy.app.backends._egl")
+    display = getattr(backend, "_EGL_DISPLAY", None)
+    if display is None:
+        return None
+    try:
+        from vispy.ext import egl
+        lookup = egl._lib.eglGetProcAddress
+        lookup.restype, lookup.argtypes = ctypes.c_void_p, (ctypes.c_char_p,)
+        query_display = lookup(b"eglQueryDisplayAttribEXT")
+        query_device = lookup(b"eglQueryDeviceAttribEXT")
+        if not (query_display and query_device):
+            return None
+        signature = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_ssize_t))
+        device, cuda = ctypes.c_ssize_t(0), ctypes.c_ssize_t(-1)
+        if not signature(query_display)(display, EGL_DEVICE_EXT, ctypes.byref(device)) or not device.value:
+            return None
+        if not signature(query_device)(ctypes.c_void_p(device.value), EGL_CUDA_DEVICE_NV, ctypes.byref(cuda)):
+            return None
+        return int(cuda.value) if cuda.value >= 0 else None
+    except Exception as exc:         # a best effort: the caller assumes the current device
+        log.debug("no CUDA device from EGL: %s: %s", type(exc).__name__, exc)
+        return None
+
+
 def _texture_target(texture) -> int | None:
     from vispy.gloo import Texture2D, Texture3D
     from vispy.gloo.texture import TextureEmulated3D
@@ -530,6 +565,9 @@ class CanvasInterop:
         self._shadows: dict[int, object] = {}  # host-path stand-ins for mapped buffers
         self.uploads = {"interop": 0, "host": 0}  # how each upload went (host: the caller copied from host)
         self._draw_hooked = False
+        self.device = None                # the CUDA device the GL context is on (once decided and enabled)
+        self._handed: dict = {}           # (slot, shape, dtype) -> buffer on ``device`` for arrays handed over
+        self._peers: set = set()          # devices whose peer access to ``device`` is enabled
 
     # -- deciding ----------------------------------------------------------------------------
     def _probe(self) -> tuple[bool, str]:
@@ -552,12 +590,21 @@ class CanvasInterop:
         except InteropError as exc:
             # Some drivers cannot answer for every kind of context (EGL, say); the vendor is NVIDIA, so let
             # the first registration decide: if it fails, that failure is logged and uploads go through host.
+            # A headless EGL context says its CUDA device itself; any other is taken to be on the current one.
+            egl = _egl_cuda_device()
+            self.device = device if egl is None else egl
             log.debug("cudaGLGetDevices gave no answer (%s); trying registration", exc)
-            return True, f"OpenGL context {renderer!r} is on an NVIDIA GPU (cudaGLGetDevices: {exc})"
-        if device not in gl_devices:
-            return False, (f"CUDA is usable but the OpenGL context ({renderer}) runs on CUDA device(s) "
-                           f"{gl_devices}, while CuPy uses device {device}")
-        return True, f"OpenGL context {renderer!r} is on CUDA device {device}"
+            return True, (f"OpenGL context {renderer!r} is on an NVIDIA GPU, "
+                          + (f"CUDA device {egl} (its EGL device)" if egl is not None
+                             else f"taken to be CUDA device {device}") + f" (cudaGLGetDevices: {exc})")
+        if device in gl_devices or not gl_devices:
+            self.device = device
+            return True, f"OpenGL context {renderer!r} is on CUDA device {device}"
+        # The dual-GPU mode: the simulation's device is not the one that draws; each frame's arrays are handed
+        # over to the drawing device by peer copy (``_hand_over``) and encoded there.
+        self.device = gl_devices[0]
+        return True, (f"OpenGL context {renderer!r} is on CUDA device {self.device}, the simulation on device "
+                      f"{device}: frames are handed over by peer copy and drawn on device {self.device}")
 
     def decide(self) -> bool:
         """Decide once (logging why) whether this canvas uses interop; returns the decision."""
@@ -645,12 +692,14 @@ class CanvasInterop:
         if canvas is not None and self._resources:
             _make_current(canvas)
         errors = []
-        for gid in list(self._resources):
-            try:
-                self._unregister(gid)
-            except InteropError as exc:
-                errors.append(str(exc))
+        with self.on_display_device():
+            for gid in list(self._resources):
+                try:
+                    self._unregister(gid)
+                except InteropError as exc:
+                    errors.append(str(exc))
         self._shadows.clear()
+        self._handed.clear()
         if errors:
             log.debug("release: %s", "; ".join(errors))
 
@@ -673,9 +722,10 @@ class CanvasInterop:
         try:
             _make_current(self.canvas)
             self._drop_dead()
-            for _, resource in self._resources.values():
-                if resource.target is not None:
-                    resource.map()
+            with self.on_display_device():
+                for _, resource in self._resources.values():
+                    if resource.target is not None:
+                        resource.map()
             if not self._draw_hooked:
                 self.canvas.events.draw.connect(self._unmap_before_draw, position="first")
                 self._draw_hooked = True
@@ -691,12 +741,13 @@ class CanvasInterop:
             self._unmap_before_draw()
 
     def _unmap_before_draw(self, event=None) -> None:
-        for _, resource in list(self._resources.values()):
-            try:
-                resource.unmap()
-            except InteropError as exc:
-                self._fail(exc)
-                return
+        with self.on_display_device():
+            for _, resource in list(self._resources.values()):
+                try:
+                    resource.unmap()
+                except InteropError as exc:
+                    self._fail(exc)
+                    return
 
     # -- uploads ---------------------------------------------------------------------------
     def try_texture(self, texture, data) -> bool:
@@ -709,7 +760,7 @@ class CanvasInterop:
         """
         def write(resource):
             cupy, _ = _cuda_modules()
-            copy_into_texture(resource, cupy.ascontiguousarray(data))
+            copy_into_texture(resource, cupy.ascontiguousarray(self._hand_over(data, "texture")))
 
         return self._texture_upload(texture, getattr(data, "shape", ()), _is_device_array(data), write)
 
@@ -736,9 +787,52 @@ class CanvasInterop:
                 log.warning("one-pass texture writes off for encoder %r (%s: %s); its codes are computed first",
                             encoder.name, type(exc).__name__, str(exc)[-2000:])
                 return False
-        return self._texture_upload(texture, tuple(picture.shape), on_device,
-                                    lambda resource: encode_into_texture(resource, picture),
+        def write(resource):
+            arrays = tuple(None if a is None else self._hand_over(a, i) for i, a in enumerate(picture.arrays))
+            encode_into_texture(resource, dataclasses.replace(picture, arrays=arrays))
+
+        return self._texture_upload(texture, tuple(picture.shape), on_device, write,
                                     count_refusal=False)  # the caller's fallback goes through try_texture
+
+    def on_display_device(self):
+        """A context in which CuPy's current device is the one the GL context is on (nothing to do until
+        decided, or off the interop path)."""
+        if self.device is None or not self.enabled:
+            return contextlib.nullcontext()
+        try:
+            return _cuda_modules()[0].cuda.Device(self.device)
+        except ImportError:          # CUDA gone since (a test's stand-in): nothing of it is left to unmap
+            return contextlib.nullcontext()
+
+    def _hand_over(self, array, slot):
+        """``array`` on the display device: itself when it is there already; else (the dual-GPU mode: the model
+        runs on another GPU) a peer copy into a buffer kept there for ``slot``, queued on the array's device's
+        current stream -- after the steps that made it, and before any later ones that change it -- and waited
+        for by the display device's current stream. The simulating GPU only runs the copy (its copy engine)."""
+        cupy, _ = _cuda_modules()
+        source = array.device.id
+        if source == self.device:
+            return array
+        if source not in self._peers:
+            from latticelab.sim.multidevice.exchange import enable_peer_access
+            enable_peer_access(cupy, (source, self.device))
+            self._peers.add(source)
+        key = (slot, tuple(array.shape), array.dtype.str)
+        buffer = self._handed.get(key)
+        if buffer is None:
+            self._handed = {k: v for k, v in self._handed.items() if k[0] != slot}
+            with cupy.cuda.Device(self.device):
+                buffer = cupy.empty(array.shape, dtype=array.dtype)
+            self._handed[key] = buffer
+        with cupy.cuda.Device(source):
+            array = cupy.ascontiguousarray(array)
+            stream = cupy.cuda.get_current_stream()
+            cupy.cuda.runtime.memcpyAsync(buffer.data.ptr, array.data.ptr, array.nbytes, MEMCPY_DEFAULT, stream.ptr)
+            copied = cupy.cuda.Event(disable_timing=True)
+            copied.record(stream)
+        with cupy.cuda.Device(self.device):
+            cupy.cuda.get_current_stream().wait_event(copied)
+        return buffer
 
     def _texture_upload(self, texture, shape, on_device: bool, write, count_refusal: bool = True) -> bool:
         target = _texture_target(texture)
@@ -747,21 +841,26 @@ class CanvasInterop:
         if not (on_device and target is not None and self.decide()):
             self.uploads["host"] += count_refusal
             return False
-        cupy, runtime = _cuda_modules()
         try:
-            _make_current(self.canvas)
-            if _normalised_shape(texture, shape) != tuple(texture.shape):
-                self._unregister(texture.id)  # before VisPy re-creates the storage
-                texture.resize(_normalised_shape(texture, shape))
-            resource = self._resource(texture, target,
-                                      runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsSurfaceLoadStore)
-            write(resource)
+            with self.on_display_device():
+                self._write_texture(texture, shape, target, write)
         except Exception as exc:  # InteropError, or anything unforeseen: the frame must still be drawn
             self._fail(exc)
             self.uploads["host"] += count_refusal
             return False
         self.uploads["interop"] += 1
         return True
+
+    def _write_texture(self, texture, shape, target, write) -> None:
+        """Resize ``texture`` to ``shape`` if needed, register it and ``write(resource)``."""
+        runtime = _cuda_modules()[1]
+        _make_current(self.canvas)
+        if _normalised_shape(texture, shape) != tuple(texture.shape):
+            self._unregister(texture.id)  # before VisPy re-creates the storage
+            texture.resize(_normalised_shape(texture, shape))
+        resource = self._resource(texture, target,
+                                  runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsSurfaceLoadStore)
+        write(resource)
 
     def try_buffer(self, buffer, data, offset: int = 0) -> bool:
         """Copy device ``data`` into a gloo buffer at byte ``offset`` through interop.
@@ -774,26 +873,31 @@ class CanvasInterop:
             return False
         cupy, runtime = _cuda_modules()
         try:
-            _make_current(self.canvas)
-            source = cupy.ascontiguousarray(data)
-            nbytes = int(source.nbytes)
-            if offset == 0 and nbytes != buffer.nbytes:
-                self._unregister(buffer.id)  # before VisPy re-creates the storage
-                buffer.resize_bytes(nbytes)
-            resource = self._resource(buffer, None, runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsNone)
-            with resource.mapped():
-                ptr, size = resource.mapped_pointer()
-                if offset + nbytes > size:
-                    raise InteropError(f"{nbytes} bytes at offset {offset} do not fit a {size}-byte buffer")
-                _check(runtime.cudaMemcpyAsync(ptr + offset, source.data.ptr, nbytes,
-                                               runtime.cudaMemcpyKind.cudaMemcpyDeviceToDevice, _stream_handle()),
-                       "cudaMemcpyAsync")
+            with self.on_display_device():
+                self._write_buffer(buffer, cupy.ascontiguousarray(self._hand_over(data, "buffer")), offset)
         except Exception as exc:  # InteropError, or anything unforeseen: the frame must still be drawn
             self._fail(exc)
             self.uploads["host"] += 1
             return False
         self.uploads["interop"] += 1
         return True
+
+    def _write_buffer(self, buffer, source, offset: int) -> None:
+        """Resize ``buffer`` when ``source`` fills it from offset 0 with another size, register it and copy."""
+        runtime = _cuda_modules()[1]
+        _make_current(self.canvas)
+        nbytes = int(source.nbytes)
+        if offset == 0 and nbytes != buffer.nbytes:
+            self._unregister(buffer.id)  # before VisPy re-creates the storage
+            buffer.resize_bytes(nbytes)
+        resource = self._resource(buffer, None, runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsNone)
+        with resource.mapped():
+            ptr, size = resource.mapped_pointer()
+            if offset + nbytes > size:
+                raise InteropError(f"{nbytes} bytes at offset {offset} do not fit a {size}-byte buffer")
+            _check(runtime.cudaMemcpyAsync(ptr + offset, source.data.ptr, nbytes,
+                                           runtime.cudaMemcpyKind.cudaMemcpyDeviceToDevice, _stream_handle()),
+                   "cudaMemcpyAsync")
 
     def upload_texture(self, texture, data) -> str:
         """``try_texture``, else a host upload (``set_data``). Returns the path taken: "interop" or "host"."""
@@ -882,6 +986,16 @@ def try_upload_picture(texture, picture) -> bool:
     """One-pass upload of a picture's codes into whichever canvas owns ``texture`` (see CanvasInterop.try_picture)."""
     canvas = owning_canvas(texture)
     return canvas is not None and interop_for(canvas).try_picture(texture, picture)
+
+
+def display_device(texture) -> int | None:
+    """The CUDA device that writes ``texture`` through interop (the one its canvas's GL context is on), or None
+    when it is written from host memory (no canvas yet, interop off). Decides the canvas's interop if needed."""
+    canvas = owning_canvas(texture)
+    if canvas is None:
+        return None
+    state = interop_for(canvas)
+    return state.device if state.decide() and _texture_target(texture) is not None else None
 
 
 def try_upload_buffer(buffer, data, offset: int = 0) -> bool:

@@ -34,14 +34,24 @@ def upload_texture(texture, array) -> None:
     texture.set_data(host)
 
 
-def upload_codes(texture, picture) -> None:
+def upload_codes(texture, picture, step: int = 1) -> None:
     """A picture's byte codes into an r8 texture of its dimension: ``upload_texture(texture, picture.codes())``,
     except that device arrays on a CUDA-GL canvas are encoded straight into the texture by one kernel (the
     encoder's ``cell_code`` with the surface writer; render/interop.py), with no intermediate array and no host
-    copy."""
+    copy.
+
+    A picture split over devices (``picture.slabs``) is encoded slab by slab where each slab lives, every
+    ``step``-th cell kept (the texture is then smaller than the picture: the view stretches it over the
+    picture's cells), and the slabs gathered on the device that writes the texture -- or on the host, which
+    uploads them (sim/multidevice/picture.py)."""
     if len(picture.shape) != texture._ndim:
         raise ValueError(f"picture: a {texture._ndim}D texture needs a {texture._ndim}D picture; "
                          f"got shape {tuple(picture.shape)}")
+    if picture.slabs is not None:
+        # NumPy slabs never probe CUDA (see render/interop.py: _texture_upload)
+        on_gpu = picture.slabs.slabs[0].part.cuda
+        upload_texture(texture, picture.slabs.codes(step, interop.display_device(texture) if on_gpu else None))
+        return
     if interop.try_upload_picture(texture, picture):
         return
     upload_texture(texture, picture.codes())

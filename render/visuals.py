@@ -80,9 +80,10 @@ class FieldImageVisual(_PaletteVisual):
         self._draw_mode = "triangle_strip"
         self.set_gl_state(depth_test=False, cull_face=False, blend=False)
 
-    def show(self, picture) -> None:
-        """The codes of an (H, W) picture (render/upload.py: upload_codes); the palette is the owner's."""
-        upload_codes(self.texture, picture)
+    def show(self, picture, step: int = 1) -> None:
+        """The codes of an (H, W) picture (render/upload.py: upload_codes; a split picture reduced by ``step``,
+        stretched over its cells); the palette is the owner's."""
+        upload_codes(self.texture, picture, step)
         self.set_size(picture.shape)
 
     def set_size(self, shape) -> None:

@@ -112,6 +112,7 @@ def available_bytes(backend, devices=None) -> int:
     a run split over several GPUs): the least any of them has free."""
     if not backend.is_gpu:
         return host_available_bytes()
+    devices = getattr(devices, "here", devices)       # an MPI job's process checks its own device only
     if devices is None or len(devices) < 2:
         return device_available_bytes(backend.xp)
     free = []

@@ -282,7 +282,8 @@ class Model(abc.ABC):
     @abc.abstractmethod
     def from_state(cls, params: ModelParams, arrays: dict, backend: str = "auto") -> "Model":
         """Rebuild from validated parameters and ``get_state()`` arrays; damaged arrays raise
-        ParameterError('state', ...)."""
+        ParameterError('state', ...). A model that ``splits_across_devices`` also takes ``devices=`` (its
+        constructor's option): a state saved by a split run loads into a one-device run and the reverse."""
 
 
 # ---- optional capabilities (small protocols; generic code tests for them with isinstance) ----------------
@@ -431,6 +432,19 @@ def main_field(model) -> tuple[str, object]:
     """(name, array) of the model's main field: the first of ``fields()``."""
     name, array = next(iter(model.fields().items()))
     return name, array
+
+
+def main_field_at(model, index) -> tuple[str, object, np.dtype]:
+    """(name, value, dtype) of the model's main field at one cell ``index`` (array order): one element read where
+    it lives. A model may define ``main_field_at(index) -> (name, value)`` to read it without making the whole
+    field (a run split over devices, whose ``fields()`` gather every slab to the host)."""
+    own = getattr(model, "main_field_at", None)
+    if own is not None:
+        name, value = own(index)
+        return name, value, np.asarray(value).dtype
+    name, array = main_field(model)
+    element = array[tuple(int(i) for i in index)]
+    return name, (element.item() if hasattr(element, "item") else element), np.dtype(array.dtype)
 
 
 # ---- what a model adds to a headless run (``latticelab run <model>``, app/cli.py) --------------------------

@@ -77,6 +77,10 @@ class Picture:
     naming the codes of a picture of discrete states (the colour is the palette's, so key and cells cannot
     disagree) or the special codes of a scalar one (highlighted cells); ``colour_bar``, a ``ColourBar`` for a
     real field. Both optional: a picture without them is drawn without a key.
+
+    ``slabs``: for a model split over devices, a ``SlabbedPicture`` (sim/multidevice/picture.py) whose parts
+    encode their own slabs where they live; ``arrays`` are then empty and ``codes()`` assembles the slabs' codes
+    on the host (the window assembles them on its display device instead: render/upload.py).
     """
     xp: Any
     shape: tuple[int, ...]
@@ -88,6 +92,7 @@ class Picture:
     legend: tuple[tuple[str, int], ...] = field(default_factory=tuple)
     value_range: tuple[float, float] | None = None
     colour_bar: ColourBar | None = None
+    slabs: Any = None
 
     def __post_init__(self):
         arrays = tuple(self.arrays) + (None,) * (3 - len(self.arrays))
@@ -110,7 +115,9 @@ class Picture:
             raise ValueError(f"colour_bar: must be a ColourBar or None; got {type(self.colour_bar).__name__}")
 
     def codes(self):
-        """uint8 codes of the cell shape, computed where the arrays live (``xp``)."""
+        """uint8 codes of the cell shape, computed where the arrays live (``xp``; a split picture's on the host)."""
+        if self.slabs is not None:
+            return self.slabs.codes()
         return self.encoder.encode(self.xp, *self.arrays, *self.scalars)
 
     def colours(self, codes=None) -> np.ndarray:

@@ -102,10 +102,12 @@ def native(value, copy: bool = False):
     return a
 
 
-def restore(state, backend: str = "auto", source: str = "the saved state", *, _fresh: bool = False):
-    """The model a ``state_of`` dict describes, rebuilt on ``backend``; StateError when it cannot be. The
-    model never shares memory with ``state``, and gets its arrays in C order and native byte order."""
+def restore(state, backend: str = "auto", source: str = "the saved state", *, devices=None, _fresh: bool = False):
+    """The model a ``state_of`` dict describes, rebuilt on ``backend`` (a model that splits: over ``devices``, the
+    run option); StateError when it cannot be. The model never shares memory with ``state``, and gets its arrays
+    in C order and native byte order."""
     from latticelab.sim.models import get_model, model_names
+    from latticelab.sim.multidevice.devices import device_option
 
     def bad(detail: str) -> StateError:
         return StateError(f"{source} is damaged or not a latticelab state: {detail}")
@@ -149,8 +151,10 @@ def restore(state, backend: str = "auto", source: str = "the saved state", *, _f
     arrays = {k: native(v, copy=not _fresh) for k, v in state.items() if not k.startswith(PARAM) and k not in HEADER}
     try:
         params = cls.Params.create(**values)
-        return cls.from_state(params, arrays, backend=backend)
+        return cls.from_state(params, arrays, backend=backend, **device_option(cls, devices))
     except ParameterError as exc:
+        if exc.parameter in ("devices", "distributed"):    # the run's option, not the file, is refused
+            raise
         if exc.parameter == "state":
             raise StateError(f"{source}: {str(exc).removeprefix('state: ')}") from None
         raise bad(f"parameter {exc}") from None
@@ -317,8 +321,9 @@ def _expected_bytes(cls, head: dict) -> tuple[int, str] | None:
     return 2 * int(estimate) + (1 << 20), f"a {cls.name} model of the file's parameters"
 
 
-def load_state(path, backend: str = "auto"):
-    """The model saved in ``path``, ready to continue exactly where it was saved.
+def load_state(path, backend: str = "auto", devices=None):
+    """The model saved in ``path``, ready to continue exactly where it was saved (``devices``: the run option
+    of a model that splits, sim/multidevice/devices.py).
 
     Only the expected members are read: first the header and parameters (each at most SCALAR_LIMIT bytes),
     then, for the model they name, its arrays (their declared sizes checked against the free memory)."""
@@ -343,5 +348,5 @@ def load_state(path, backend: str = "auto"):
     finally:
         archive.close()
     if "latticelab_state" in head:
-        return restore(head, backend, source=str(path), _fresh=True)
-    return restore(head, backend, source=str(path))
+        return restore(head, backend, source=str(path), devices=devices, _fresh=True)
+    return restore(head, backend, source=str(path), devices=devices)

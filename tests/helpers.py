@@ -31,6 +31,23 @@ def device_xp(device: str):
     return select_backend("cuda").xp
 
 
+def emulate_devices(monkeypatch, *modules):
+    """The CPU emulator's stand-in for CuPy as the backend (also where ``modules`` imported select_backend by
+    name), and several 'devices' allowed: a model split over them runs on NumPy slabs in this process."""
+    import latticelab.sim.backend as backend
+    import latticelab.sim.multidevice.devices as devices
+    xp = device_xp("emulator")
+
+    def select(name="auto"):
+        return backend.Backend(xp, "numpy", "CPU", "test")
+
+    for module in (backend, *modules):
+        monkeypatch.setattr(module, "select_backend", select)
+    monkeypatch.setattr(devices, "resolve_devices",
+                        lambda cls, value, b: devices.parse_devices(value) if value is not None else (0,))
+    return xp
+
+
 def random_spins(shape, seed: int, up: float = 0.5) -> np.ndarray:
     return np.where(np.random.default_rng(seed).random(shape) < up, 1, -1).astype(np.int8)
 

@@ -259,14 +259,18 @@ def test_cuda_usable_but_gl_on_mesa_falls_back_naming_the_renderer(canvas, caplo
     assert renderer.split()[0] in message or "llvmpipe" in message
 
 
-def test_gl_on_another_cuda_device_falls_back(canvas, caplog, monkeypatch):
-    monkeypatch.setattr(interop, "_cuda_modules", _fake_cuda)
+def test_gl_on_another_cuda_device_draws_there_with_frames_handed_over(canvas, caplog, monkeypatch):
+    """The dual-GPU mode: the simulation on device 0, the GL context on device 1 -- interop stays on and
+    writes on device 1 (arrays of device 0 handed over by peer copy: tests/test_window_gpus.py on two GPUs)."""
+    monkeypatch.setattr(interop, "_cuda_modules", lambda: _fake_cuda(2))
     monkeypatch.setattr(interop, "_gl_identity", lambda c: ("NVIDIA Corporation", "NVIDIA H100/PCIe/SSE2"))
     monkeypatch.setattr(interop, "_gl_cuda_devices", lambda runtime, count: [1])
     caplog.set_level(logging.INFO, logger=interop.__name__)
-    assert interop.interop_for(canvas).decide() is False
-    (record,) = _records(caplog)
-    assert "CUDA device(s) [1]" in record.getMessage() and "CuPy uses device 0" in record.getMessage()
+    gpu = interop.interop_for(canvas)
+    assert gpu.decide() is True and gpu.device == 1
+    assert not _records(caplog)
+    (record,) = [r for r in caplog.records if "interop on" in r.getMessage()]
+    assert "on CUDA device 1, the simulation on device 0" in record.getMessage()
 
 
 def test_failed_registration_falls_back_once_and_the_pixels_still_arrive(canvas, caplog, monkeypatch):

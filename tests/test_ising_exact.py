@@ -9,11 +9,14 @@ from helpers import BACKENDS, block_mean_and_error, sample
 
 GRAPHS = {"regular 4x4": 0.0, "rewired 4x4": 0.35}
 TEMPERATURES = [1.6, 2.4, 3.5]
-ALGORITHMS = {"metropolis": 24000, "wolff": 24000, "3:1": 24000}
+ALGORITHMS = ["metropolis", "wolff", "3:1"]
+# Samples per temperature. A 4x4 step on the CPU is all Python overhead (about a millisecond), so the CPU runs
+# half as long as the GPU: a rule that samples 3% off in temperature still lands 5 to 9 sigma away at T = 2.4.
+STEPS = {"numpy": 12000, "cuda": 24000}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
 @pytest.mark.parametrize("graph", list(GRAPHS))
 def test_long_run_averages_match_exact_enumeration(graph, algorithm, backend):
     p = GRAPHS[graph]
@@ -22,7 +25,7 @@ def test_long_run_averages_match_exact_enumeration(graph, algorithm, backend):
         if p:
             assert len(model.rewired_edges()) > 0
         exact = exact_averages(model.edges(), model.n_sites, T)
-        series = sample(model, ALGORITHMS[algorithm])
+        series = sample(model, STEPS[backend])
         for name, values in series.items():
             mean, err = block_mean_and_error(values)
             assert abs(mean - exact[name]) < 5 * err + 1e-9, (

@@ -19,7 +19,7 @@ from latticelab.sim.multidevice.slabs import split_slow_axis
 from latticelab.sim.params import ParameterError
 from latticelab.sim.rng import StreamRNG
 
-from helpers import device_xp, random_spins
+from helpers import device_xp, emulate_devices, random_spins
 
 SWEEPS = 3
 
@@ -135,11 +135,7 @@ def test_the_gathered_rewired_neighbours_and_the_halos_are_what_makes_them_equal
 @pytest.fixture
 def emulated_models(monkeypatch):
     """IsingModel on the CPU with its CUDA kernels emulated and several 'devices' allowed (NumPy slabs)."""
-    import latticelab.sim.backend as backend
-    import latticelab.sim.multidevice.devices as devices
-    xp = device_xp("emulator")
-    monkeypatch.setattr(backend, "select_backend", lambda name="auto": backend.Backend(xp, "numpy", "CPU", "test"))
-    monkeypatch.setattr(devices, "resolve_devices", lambda cls, value, b: tuple(value) if value else (0,))
+    emulate_devices(monkeypatch)
     from latticelab.sim.models.ising.model import IsingModel
     return IsingModel
 

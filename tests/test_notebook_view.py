@@ -61,3 +61,13 @@ def test_run_steps_the_simulation_between_frames_on_the_event_loop():
     plots = sim.plots()
     times, values = sim.history()
     assert plots is sim.live_plots.canvas.native and times.size == sim.step + 1 and np.isfinite(values["eeg"]).all()
+
+
+def test_the_bench_s_stand_in_client_confirms_frames_so_jupyter_rfb_keeps_sending():
+    """bench notebook counts frames with jupyter_rfb's own accounting: without a client's frame feedback it
+    stops after max_buffered_frames; with the stand-in, every frame sent is confirmed and more follow."""
+    from latticelab.bench.notebook import measure
+    got = asyncio.run(measure("numpy", 32, 100, 1.0))
+    stats = got["stats"]
+    assert stats["confirmed_frames"] >= 5 and stats["sent_frames"] - stats["confirmed_frames"] <= 2
+    assert got["fps"] > 0 and got["sweeps_per_s"] > 0 and got["bytes_per_frame"] > 0

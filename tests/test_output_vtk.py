@@ -82,3 +82,25 @@ def test_a_spectrum_iso_surface_for_paraview_sits_on_its_level_in_mode_numbers(t
         spectral.export(record, path, "iso-vtu")                # never over an existing file unless asked
     with pytest.raises(ValueError, match="3D"):
         spectral.export(spectral.SpectrumRecord.single(magnitude[0]), tmp_path / "flat.vtu", "iso-vtu")
+
+
+@pytest.mark.gpu
+def test_a_gpu_run_s_series_holds_each_snapshot_bit_for_bit(tmp_path):
+    """Snapshots of a CUDA model go through the device copy and the asynchronous host copy while the next
+    steps change phi: each .vti holds phi at its own step."""
+    from latticelab.sim.backend import to_numpy
+    from latticelab.sim.output import open_output, record_step
+    model = get_model("cahn-hilliard").create(backend="cuda", dim=3, L=32, dx=0.5, seed=4)
+    writer = open_output(tmp_path / "gpu.pvd", model, every=2)
+    kept = {}
+    for _ in range(8):
+        model.step(1)
+        record_step(writer, model)
+        if writer.due(model.step_count):
+            kept[model.step_count] = to_numpy(model.fields()["phi"]).copy()
+    writer.close()
+    assert len(kept) == 4
+    for step, phi in kept.items():
+        _attrs, values = read_vti(tmp_path / "gpu" / f"fields_{step:09d}.vti")
+        assert np.array_equal(values.reshape(phi.shape, order="F"), phi)
+    assert_on_level(meshio.read(tmp_path / "gpu" / "interface_000000008.vtu"), kept[8], 0.0, spacing=0.5)

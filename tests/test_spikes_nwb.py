@@ -149,3 +149,35 @@ def test_the_window_s_export_writes_the_recorded_band_and_refuses_without_a_reco
         assert nwb.units.id[:].tolist() == list(range(10, 60))
         total = sum(len(nwb.units["spike_times"][i]) for i in range(50))
         assert total == steps.size > 0 and np.array_equal(nwb.acquisition["eeg"].data[:], eeg)
+
+
+@pytest.mark.gpu
+def test_a_cuda_run_of_2_20_neurons_writes_every_spike_to_the_nwb_file(tmp_path):
+    """The CuPy path at full size: 2^20 neurons recorded, so the device buffer (sized for every neuron firing
+    in every step of a batch) holds 4 steps and is drained many times; the file's spike trains are exactly the
+    neurons the model reports as fired, step by step, and its EEG the observables given."""
+    pynwb = pytest.importorskip("pynwb")
+    from latticelab.sim.output import open_output, record_step
+    from latticelab.sim.models.cortex.spikes import DEVICE_BUFFER
+    model = CortexModel(backend="cuda", L=1024, k=50, r=8, seed=3, I_e=4.0)
+    writer = open_output(tmp_path / "big.nwb", model)
+    assert model.spike_recording.batch_steps == DEVICE_BUFFER // (1 << 20) < 10
+    fired, eeg = [], []
+    for _ in range(30):
+        model.step(1)
+        record_step(writer, model)
+        fired.append((model.step_count, np.flatnonzero(to_numpy(model.fired).reshape(-1))))
+        eeg.append(model.observables()["eeg"])
+    writer.close()
+    steps = np.concatenate([np.full(idx.size, step) for step, idx in fired])
+    indices = np.concatenate([idx for _, idx in fired])
+    assert steps.size > 1000
+    order = np.lexsort((steps, indices))
+    with pynwb.NWBHDF5IO(str(tmp_path / "big.nwb"), "r") as io:
+        nwb = io.read()
+        units = nwb.units
+        assert len(units) == 1 << 20
+        times = np.asarray(units["spike_times"].target.data[:])
+        assert np.array_equal(np.round(times * 1000.0).astype(np.int64), steps[order])
+        assert np.array_equal(units["spike_times_index"].data[:], np.cumsum(np.bincount(indices, minlength=1 << 20)))
+        assert np.array_equal(nwb.acquisition["eeg"].data[:], eeg)

@@ -3,7 +3,8 @@
 ``latticelab run <model> --devices 0,1`` (or ``all``), ``Model.create(..., devices=(0, 1))`` and the window's
 ``--devices`` all come here. One device (the default) is the ordinary single-device run. Several devices need
 a model that declares the capability (``Model.splits_across_devices``) and the CUDA backend; anything else is
-refused with one line naming the option and what is allowed.
+refused with one line naming the option and what is allowed. A run split over the processes of an MPI job
+(``--distributed``, sim/multidevice/mpi.py) passes a ``ProcessDevices`` instead: one device per process.
 """
 from __future__ import annotations
 
@@ -12,6 +13,22 @@ from collections.abc import Sequence
 from latticelab.sim.params import ParameterError
 
 _FORM = "'all' or device numbers separated by commas (0,1)"
+
+
+class ProcessDevices(tuple):
+    """The devices of a run split over the processes of an MPI job: entry r is rank r's device (one part per
+    process); ``job`` is the job (sim/multidevice/mpi.py). ``here``: the devices this process drives."""
+
+    job = None
+
+    def __new__(cls, devices, job):
+        self = super().__new__(cls, devices)
+        self.job = job
+        return self
+
+    @property
+    def here(self) -> tuple[int, ...]:
+        return (self[self.job.rank],)
 
 
 def parse_devices(value) -> tuple[int, ...] | str | None:
@@ -57,7 +74,13 @@ def device_count(backend) -> int:
 
 def resolve_devices(model_cls, value, backend) -> tuple[int, ...]:
     """The device ids a model of ``model_cls`` runs on with the option ``value`` on ``backend`` (a Backend):
-    (0,) by default; several only for a model that splits, on CUDA, each id an existing device."""
+    (0,) by default; several only for a model that splits, on CUDA, each id an existing device. An MPI job's
+    ``ProcessDevices`` are taken as they are (CUDA or the CPU) by a model that splits."""
+    if isinstance(value, ProcessDevices):
+        if len(value) > 1 and not getattr(model_cls, "splits_across_devices", False):
+            raise ParameterError("distributed", f"the {model_cls.name} model ({model_cls.title}) runs in one "
+                                                "process only; leave out --distributed and the MPI launcher")
+        return value
     ids = parse_devices(value)
     if ids is None:
         return (0,)

@@ -9,14 +9,22 @@ for the updates, one for the copies). An ``Exchanger`` gives the parts two opera
   source's update stream goes on meanwhile (the slab's interior is updated while its borders travel): the
   caller must not write a source before its next ``transfer`` call, which waits for the moves; without it the
   source's next work waits for them.
-- ``sum_in_order(values)``: one number per part, summed on the host in part order: a global sum whose result
-  does not depend on how the lattice was cut (integers exactly; floats reduced in a fixed order).
+- ``sum_in_order(values)``: one number per part of this process, summed on the host in part order over all the
+  parts: a global sum whose result does not depend on how the lattice was cut (integers exactly; floats reduced
+  in a fixed order).
+- ``share(array, blocks)``: each part of this process wrote its block (a range of the first axis) of a host
+  array; afterwards the array holds every part's block in every process (the gathered lattice or field).
+
+A run split over the processes of an MPI job (sim/multidevice/mpi.py) holds one part per process: the others
+are ``RemotePart``s, whose arrays are placeholders (``placeholder_xp``: their shape and size, no memory), so an
+engine builds the same moves in every process, naming the other processes' arrays by their part and shape.
+Engines therefore do their work on the parts ``here`` only (``local_indices``) and build every part's moves.
 
 Implementations: ``LocalExchanger`` (NumPy arrays in one process: CI tests the decomposition with it, the CUDA
 kernels running under the CPU emulator), ``PeerExchanger`` (CUDA peer copies between the GPUs of one process,
-over NVLink where present) and ``NcclExchanger`` (NCCL send/receive between the GPUs of one process, through
-cupy.cuda.nccl). An MPI exchanger (one process per device) would implement the same two methods. docs/design/
-multigpu.md says why peer copies are the default.
+over NVLink where present), ``NcclExchanger`` (NCCL send/receive between the GPUs of one process, through
+cupy.cuda.nccl) and, one process per part, ``mpi.MpiExchanger``. docs/design/multigpu.md says why peer copies
+are the default within one process.
 """
 from __future__ import annotations
 
@@ -33,10 +41,13 @@ MEMCPY_DEFAULT = 4          # cudaMemcpyDefault: the direction from the pointers
 
 class Part:
     """One device's share of a split run: the array module, the CUDA device id and its streams (None off CUDA).
-    ``use()`` makes the device and the update stream current for the launches and allocations in its block."""
+    ``use()`` makes the device and the update stream current for the launches and allocations in its block.
+    ``job``: the MPI job (sim/multidevice/mpi.py) when the run's parts are processes, else None."""
 
-    def __init__(self, xp, device: int):
-        self.xp, self.device = xp, int(device)
+    local = True
+
+    def __init__(self, xp, device: int, job=None):
+        self.xp, self.device, self.job = xp, int(device), job
         self.cuda = hasattr(xp, "cuda") and hasattr(getattr(xp, "cuda", None), "Stream")
         self.stream = self.copy_stream = None
         if self.cuda:
@@ -66,8 +77,77 @@ class Part:
                 self.copy_stream.synchronize()
 
 
-def make_parts(xp, devices: Sequence[int]) -> list[Part]:
-    return [Part(xp, d) for d in devices]
+def enable_peer_access(xp, devices: Sequence[int]) -> None:
+    """Let each of ``devices`` (CUDA ids) address the others' memory where the driver allows it (NVLink or
+    PCIe); copies between the others are staged through the host by the driver."""
+    runtime = xp.cuda.runtime
+    for a in devices:
+        for b in devices:
+            if a != b and runtime.deviceCanAccessPeer(a, b):
+                with xp.cuda.Device(a):
+                    try:
+                        runtime.deviceEnablePeerAccess(b)
+                    except Exception:        # already enabled (by CuPy's own peer copies, or an earlier call)
+                        pass
+
+
+class _Placeholders:
+    """An array module whose arrays are placeholders: NumPy arrays of the asked shape and type that take no
+    memory (every element the same zero, read-only), for another process's part. Slicing and reshaping give
+    placeholders of the sizes the real arrays would have."""
+
+    def __getattr__(self, name):          # the dtypes (uint32, ...) as NumPy's
+        return getattr(np, name)
+
+    @staticmethod
+    def zeros(shape, dtype=float):
+        return np.broadcast_to(np.zeros((), dtype=dtype), shape)
+
+    empty = zeros
+
+    @staticmethod
+    def asarray(array, dtype=None):
+        array = np.asarray(array, dtype=dtype)
+        return np.broadcast_to(np.zeros((), dtype=array.dtype), array.shape)
+
+
+placeholder_xp = _Placeholders()
+
+
+class RemotePart:
+    """Another process's part of a run split over an MPI job: its index (the rank) and device, arrays that are
+    placeholders; nothing runs here."""
+
+    local = False
+    cuda = False
+    stream = copy_stream = None
+    xp = placeholder_xp
+
+    def __init__(self, device: int, job):
+        self.device, self.job = int(device), job
+
+    def use(self):
+        return contextlib.nullcontext()
+
+    def synchronize(self) -> None:
+        pass
+
+
+def make_parts(xp, devices: Sequence[int]) -> list:
+    """One part per device. ``devices`` from an MPI job (ProcessDevices): this process's part and a RemotePart
+    for each other process; on the CPU its kernels run under the CUDA emulator (sim/gpu/emulate.py)."""
+    job = getattr(devices, "job", None)
+    if job is None:
+        return [Part(xp, d) for d in devices]
+    if xp is np:
+        from latticelab.sim.gpu.emulate import emulated_xp
+        xp = emulated_xp()
+    return [Part(xp, d, job) if rank == job.rank else RemotePart(d, job) for rank, d in enumerate(devices)]
+
+
+def local_indices(parts: Sequence) -> list[int]:
+    """The indices of the parts this process runs (all of them, except in an MPI job)."""
+    return [i for i, part in enumerate(parts) if part.local]
 
 
 @dataclass(frozen=True)
@@ -91,12 +171,17 @@ class Exchanger(abc.ABC):
         """Copy each move's source into its destination, ordered as the module docstring says."""
 
     def sum_in_order(self, values: Sequence) -> Any:
-        """The parts' values (host numbers or one-element arrays) summed in part order on the host."""
+        """The values of this process's parts (host numbers or one-element arrays; one per part in one
+        process) with those of the other processes, summed in part order on the host."""
         total = None
         for value in values:
             value = value.item() if hasattr(value, "item") else value
             total = value if total is None else total + value
         return total
+
+    def share(self, array: np.ndarray, blocks: Sequence[tuple[int, int]]) -> None:
+        """``blocks[i]``: the range (start, stop) of ``array``'s first axis that part i wrote (host array, every
+        process the same shape). In one process every part wrote its own: nothing to do."""
 
     capturable = False      # whether its moves can be captured into a CUDA graph
 
@@ -181,15 +266,7 @@ class PeerExchanger(_StreamedExchanger):
 
     def __init__(self, parts: Sequence[Part]):
         super().__init__(parts)
-        runtime = parts[0].xp.cuda.runtime
-        for a in parts:
-            for b in parts:
-                if a.device != b.device and runtime.deviceCanAccessPeer(a.device, b.device):
-                    with a.xp.cuda.Device(a.device):
-                        try:
-                            runtime.deviceEnablePeerAccess(b.device)
-                        except Exception:        # already enabled (by CuPy's own peer copies)
-                            pass
+        enable_peer_access(parts[0].xp, [part.device for part in parts])
 
     def _send(self, moves: Sequence[Move]) -> None:
         for move in moves:
@@ -231,7 +308,10 @@ EXCHANGERS = {"peer": PeerExchanger, "nccl": NcclExchanger}
 
 
 def make_exchanger(parts: Sequence[Part], kind: str = "peer") -> Exchanger:
-    """The exchanger for these parts: LocalExchanger off CUDA, else PeerExchanger ("peer") or NcclExchanger."""
+    """The exchanger for these parts: the MPI job's for the parts of processes; LocalExchanger off CUDA, else
+    PeerExchanger ("peer") or NcclExchanger."""
+    if parts[0].job is not None:
+        return parts[0].job.exchanger(parts)
     if not parts[0].cuda:
         return LocalExchanger(parts)
     return EXCHANGERS[kind](parts)

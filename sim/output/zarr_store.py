@@ -43,9 +43,16 @@ SERIES_FLUSH = 1024          # steps of observables gathered before they go to t
 GROW = 64                    # rows an array grows by at least (a field: 64 snapshots' worth of chunk rows)
 
 
-def _tile(shape) -> tuple[int, ...]:
-    """Chunk shape of one snapshot: tiles of 512^2 cells in 2D, 128^3 in 3D (a few MB each)."""
-    side = 512 if len(shape) == 2 else 128
+CHUNK_BYTES = 4 << 20         # the most bytes of one chunk of a field snapshot
+
+
+def _tile(shape, itemsize: int) -> tuple[int, ...]:
+    """Chunk shape of one snapshot: square (cubic) tiles of the largest power-of-two side holding at most
+    CHUNK_BYTES (2048^2 int8 spins, 512^2 float64 in 2D; 128^3 int8, 64^3 float64 in 3D). Each chunk costs the
+    writer a fixed overhead besides its bytes, so tiles are as large as still suits readers of parts of a field."""
+    side = 1
+    while (2 * side) ** len(shape) * itemsize <= CHUNK_BYTES:
+        side *= 2
     return tuple(min(n, side) for n in shape)
 
 
@@ -132,7 +139,7 @@ class ZarrWriter:
         self._array(group, "step", (0,), (SERIES_CHUNK,), "i8", ("time",),
                     {"units": "1", "long_name": "steps taken at the snapshot"})
         for name, (shape, dtype) in self._fields.items():
-            self._array(group, name, (0, *shape), (1, *_tile(shape)), dtype, ("time", *axes),
+            self._array(group, name, (0, *shape), (1, *_tile(shape, dtype.itemsize)), dtype, ("time", *axes),
                         {"units": field_units(model, name), "long_name": name, "coordinates": "step"})
         self._array(group, "series_time", (0,), (SERIES_CHUNK,), "f8", ("series_time",),
                     {"units": tu, "long_name": label, "axis": "T"})

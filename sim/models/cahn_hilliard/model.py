@@ -599,10 +599,27 @@ class CahnHilliardModel(Model):
     def fields(self) -> dict:
         return {"phi": self.phi}
 
+    def main_field_at(self, index) -> tuple[str, float]:
+        """("phi", the value at ``index``): one element read where it lives, also for a split run (no gather)."""
+        if self._split is not None:
+            return "phi", self._split.value_at(index)
+        return "phi", float(self.phi[tuple(int(i) for i in index)].item())
+
     def picture(self, highlight=None, marks: bool = False):
+        """The field through a blue-white-red colormap over the two phases' range. A split run's picture is made
+        of its slabs, each encoded on its own device (slabs.py: SplitField.picture_slabs)."""
         a = phase_amplitude(self._params.b, self._params.u)
-        return scalar_picture(self.xp, self.phi, -a, a, "coolwarm", highlight, label="concentration phi",
-                              highlight_label="changed")
+
+        def picture_of(xp, values, mask):
+            return scalar_picture(xp, values, -a, a, "coolwarm", mask, label="concentration phi",
+                                  highlight_label="changed")
+
+        if self._split is not None and self._split.all_local:
+            from latticelab.sim.multidevice.picture import whole_picture
+            cell = (1,) * self._params.dim
+            sample = picture_of(np, np.zeros(cell, self.dtype), None if highlight is None else np.zeros(cell, bool))
+            return whole_picture(self._split.picture_slabs(picture_of, highlight), sample)
+        return picture_of(self.xp, self.phi, highlight)
 
     # ---- save / resume ----------------------------------------------------------------------
     def get_state(self) -> dict:
@@ -618,11 +635,12 @@ class CahnHilliardModel(Model):
                 "prev_dt": np.float64(h.dt if h else 0.0)}
 
     @classmethod
-    def from_state(cls, params: CahnHilliardParams, arrays: dict, backend: str = "auto") -> "CahnHilliardModel":
+    def from_state(cls, params: CahnHilliardParams, arrays: dict, backend: str = "auto",
+                   devices=None) -> "CahnHilliardModel":
         """Rebuild from validated parameters and ``get_state()`` arrays (damaged arrays raise
-        ParameterError('state', ...)): the constructor builds the model, then field, clock and streams are put
-        back."""
-        model = cls(params, backend=backend)
+        ParameterError('state', ...)): the constructor builds the model (split over ``devices`` as the
+        constructor's option), then field, clock and streams are put back."""
+        model = cls(params, backend=backend, devices=devices)
         s = _validate_state(model, arrays)
         model._rng = StreamRNG(model.xp, params.seed, s["streams_used"])
         model.phi = model.xp.asarray(s["phi"])

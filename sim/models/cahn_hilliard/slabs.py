@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from latticelab.sim.models.cahn_hilliard.finite_difference import DEFAULT_KERNEL, ROWS, CudaStage
-from latticelab.sim.multidevice.exchange import Exchanger, Move, Part
+from latticelab.sim.multidevice.exchange import Exchanger, Move, Part, local_indices
 from latticelab.sim.multidevice.slabs import split_slow_axis
 
 HALO = 2          # slow indices: mu's neighbour's neighbour
@@ -33,14 +33,15 @@ class SlabFiniteDifference:
         self.parts, self.exchanger, self.dim, self.L = list(parts), exchanger, dim, L
         self.dtype, self.boundary = np.dtype(dtype), boundary
         self.layout = split_slow_axis(L, len(parts), HALO)
-        self.arrays = []           # per part: {"phi", "half", "new"}
-        self.stages = []
+        self.arrays = []           # per part: {"phi", "half", "new"} (placeholders for another process's part)
+        self.stages = []           # per part: its stage kernel (None for another process's part)
         for part, slab in zip(self.parts, self.layout.slabs):
             shape = (slab.extent,) + (L,) * (dim - 1)
             with part.use():
                 xp = part.xp
                 self.arrays.append({name: xp.zeros(shape, dtype=self.dtype) for name in ("phi", "half", "new")})
-                self.stages.append(CudaStage(xp, self.dtype, dim, boundary, kernel))
+                self.stages.append(CudaStage(xp, self.dtype, dim, boundary, kernel) if part.local else None)
+        self.here = local_indices(self.parts)      # the parts this process runs (all but in an MPI job)
 
     def _halo_moves(self, name: str) -> list[Move]:
         """The moves that fill every part's halos of array ``name`` (made for the arrays now under that name)."""
@@ -64,7 +65,7 @@ class SlabFiniteDifference:
     def load(self, phi: np.ndarray) -> None:
         """The field (host array of shape (L,) * dim) into the slabs, halos included."""
         phi = np.asarray(phi, dtype=self.dtype)
-        for part, slab, arrays in zip(self.parts, self.layout.slabs, self.arrays):
+        for part, slab, arrays in self.local(self.parts, self.layout.slabs, self.arrays):
             first, end = slab.owned
             with part.use():
                 arrays["phi"][first:end] = part.xp.asarray(phi[slab.start:slab.stop])
@@ -73,12 +74,17 @@ class SlabFiniteDifference:
     def field(self) -> np.ndarray:
         """The whole field on the host."""
         out = np.empty((self.L,) * self.dim, dtype=self.dtype)
-        for part, slab, arrays in zip(self.parts, self.layout.slabs, self.arrays):
+        for part, slab, arrays in self.local(self.parts, self.layout.slabs, self.arrays):
             first, end = slab.owned
             with part.use():
                 block = arrays["phi"][first:end]
                 out[slab.start:slab.stop] = block.get() if hasattr(block, "get") else block
+        self.exchanger.share(out, [(s.start, s.stop) for s in self.layout.slabs])
         return out
+
+    def local(self, *per_part):
+        """The per-part sequences' entries of the parts this process runs, zipped."""
+        return ([seq[i] for seq in per_part] for i in self.here)
 
     def step(self, n: int, dt: float, m: float, b: float, u: float, K: float, dx: float) -> None:
         """n RK2 steps: stage 1 into the half field, its halos moved, stage 2 into the new field, its halos
@@ -87,12 +93,13 @@ class SlabFiniteDifference:
         for _ in range(int(n)):
             stages = (("phi", "phi", "half", 0.5 * m * dt), ("phi", "half", "new", m * dt))
             for stage_base, evaluated, out, hm in stages:
-                for part, slab, arrays, stage in zip(self.parts, self.layout.slabs, self.arrays, self.stages):
+                for part, slab, arrays, stage in self.local(self.parts, self.layout.slabs, self.arrays,
+                                                             self.stages):
                     with part.use():
                         stage(arrays[stage_base], arrays[evaluated], arrays[out], b, u, K, inv_dx2, hm,
                               slow=slab.owned)
                 self.exchanger.transfer(self._halo_moves(out), overlap=False)
-            for arrays in self.arrays:
+            for arrays in self.arrays:        # every part's, so that the moves name the same arrays everywhere
                 arrays["phi"], arrays["new"] = arrays["new"], arrays["phi"]
 
     def synchronize(self) -> None:
@@ -149,11 +156,48 @@ class SplitField:
         self.engine.step(n, dt, m, b, u, K, dx)
         self._field = None
 
+    @property
+    def all_local(self) -> bool:
+        """Whether this process runs every part (not so in an MPI job: the others' slabs are elsewhere)."""
+        return all(getattr(part, "local", True) for part in self.parts)
+
+    def value_at(self, index) -> float:
+        """The field's value at cell ``index`` (slow axis first), read where its slab lives."""
+        index = tuple(int(i) for i in index)
+        if not self.all_local:
+            return float(self.field()[index])
+        engine = self.engine
+        owner = int(engine.layout.owner(index[0]))
+        slab = engine.layout.slabs[owner]
+        with self.parts[owner].use():
+            return float(engine.arrays[owner]["phi"][(index[0] - slab.offset,) + index[1:]].item())
+
+    def picture_slabs(self, picture_of, highlight=None):
+        """The split picture's slabs (sim/multidevice/picture.py): per part, ``picture_of(xp, values, mask)`` of
+        its owned cells of the field (a view of the kept ones, on its device) and of the rows of the host
+        ``highlight`` mask (or None), encoded where the slab lives."""
+        from latticelab.sim.multidevice.picture import PictureSlab, SlabbedPicture, host_rows, kept_range, kept_slices
+        engine = self.engine
+        mask = None if highlight is None else np.asarray(highlight, dtype=bool)
+
+        def maker(i, part, slab):
+            def picture(step):
+                first, count = kept_range(slab.start, slab.stop, step)
+                values = engine.arrays[i]["phi"][kept_slices(first - slab.offset, count, step, engine.dim)]
+                marks = None if mask is None else host_rows(mask, part, slab.start, slab.stop, step)
+                return picture_of(part.xp, values, marks)
+            return picture
+
+        return SlabbedPicture((engine.L,) * engine.dim, tuple(
+            PictureSlab(part, slab.start, slab.stop, maker(i, part, slab))
+            for i, (part, slab) in enumerate(zip(self.parts, engine.layout.slabs))))
+
     def finite(self) -> bool:
-        """Whether every owned cell is finite (reduced on each device)."""
-        ok = True
-        for part, slab, arrays in zip(self.parts, self.engine.layout.slabs, self.engine.arrays):
+        """Whether every owned cell is finite (reduced on each device; the parts' answers summed)."""
+        engine = self.engine
+        bad = []
+        for part, slab, arrays in engine.local(self.parts, engine.layout.slabs, engine.arrays):
             first, end = slab.owned
             with part.use():
-                ok &= bool(part.xp.isfinite(arrays["phi"][first:end]).all())
-        return ok
+                bad.append(int(not bool(part.xp.isfinite(arrays["phi"][first:end]).all())))
+        return engine.exchanger.sum_in_order(bad) == 0

@@ -17,7 +17,7 @@ from latticelab.sim.models.ising.footprint import device_bytes, host_peak_bytes
 from latticelab.sim.models.ising.graph_arrays import full_adjacency
 from latticelab.sim.models.ising.lattice import RewiredLattice, build_lattice
 from latticelab.sim.models.ising.params import IsingParams, parse_algorithm
-from latticelab.sim.models.ising.picture import ising_picture
+from latticelab.sim.models.ising.picture import ising_picture, split_ising_picture
 from latticelab.sim.models.ising.study import STUDY
 from latticelab.sim.params import ParameterError
 from latticelab.sim.rng import StreamRNG
@@ -344,7 +344,7 @@ class IsingModel(Model):
         first = self._step_count
         self._step_count += n
         times = np.arange(first + 1, first + n + 1, dtype=np.float64)
-        return StepBatch(n, times, _observables_of_totals(totals, self.n_sites), self._split.flips())
+        return StepBatch(n, times, _observables_of_totals(totals, self.n_sites), self._split.device_flips())
 
     def _measure(self) -> tuple[float, int]:
         return self._split.measure() if self._split is not None else self._engine.measure(self.spins)
@@ -367,6 +367,12 @@ class IsingModel(Model):
 
     def fields(self) -> dict:
         return {"spins": self.spins}
+
+    def main_field_at(self, index) -> tuple[str, int]:
+        """("spins", the spin at ``index``): read from its device, also for a split run (no gather)."""
+        if self._split is not None:
+            return "spins", self._split.spin_at(index)
+        return "spins", int(self.spins[tuple(int(i) for i in index)])
 
     def cluster_sizes(self) -> np.ndarray:
         """Sizes of the Fortuin-Kasteleyn clusters (bond probability 1 - exp(-2/T)) of the current spins,
@@ -403,7 +409,15 @@ class IsingModel(Model):
         return self._rewired_mask
 
     def picture(self, highlight=None, marks: bool = False):
-        """Spins with the highlight mask; with ``marks`` the rewired sites and links too."""
+        """Spins with the highlight mask; with ``marks`` the rewired sites and links too. A split run's picture is
+        made of its slabs, each encoded on its own device (split.py: SplitRun.picture_slabs)."""
+        if self._split is not None:
+            if self._split.all_local:
+                rewired = self.rewired_site_mask() if marks else None
+                slabs = self._split.picture_slabs(highlight, rewired)
+                return split_ising_picture(slabs, highlight is not None, marks,
+                                           self.graph.new_edges if marks else None)
+            highlight = None if highlight is None else np.asarray(highlight, dtype=bool)   # an MPI job: gathered
         if not marks:
             return ising_picture(self.xp, self.spins, highlight)
         return ising_picture(self.xp, self.spins, highlight, self.rewired_site_mask(), self.graph.new_edges)
@@ -444,13 +458,14 @@ class IsingModel(Model):
         self._phase = s["phase"] % len(self._schedule)
 
     @classmethod
-    def from_state(cls, params: IsingParams, arrays: dict, backend: str = "auto") -> "IsingModel":
+    def from_state(cls, params: IsingParams, arrays: dict, backend: str = "auto", devices=None) -> "IsingModel":
         """Rebuild from validated parameters and ``get_state()`` arrays; damaged arrays raise
-        ParameterError('state', ...). The constructor builds the model on the saved graph; the spins, the
-        random-stream position and the counters are then put back."""
+        ParameterError('state', ...). The constructor builds the model on the saved graph (split over
+        ``devices`` as the constructor's option); the spins, the random-stream position and the counters are then
+        put back."""
         from latticelab.sim.models.ising.state import validate_arrays
         s = validate_arrays(params, arrays)
-        model = cls(params, backend=backend, lattice=_saved_lattice(params, s))
+        model = cls(params, backend=backend, lattice=_saved_lattice(params, s), devices=devices)
         model._put_back(params, s)
         return model
 

@@ -95,3 +95,10 @@ def ising_picture(xp, spins, highlight=None, rewired=None, links=None) -> Pictur
     show_flipped, show_rewired = highlight is not None, rewired is not None
     return Picture(xp, tuple(spins.shape), ENCODER, (spins, highlight, rewired), palette(show_flipped, show_rewired),
                    links=links, legend=legend(show_flipped, show_rewired))
+
+
+def split_ising_picture(slabs, show_flipped: bool, show_rewired: bool, links=None) -> Picture:
+    """The picture of a run split over devices: its ``slabs`` (sim/multidevice/picture.py: SlabbedPicture,
+    each part's an ``ising_picture`` of its own slab) with the palette and key of the whole lattice."""
+    return Picture(np, slabs.shape, ENCODER, (), palette(show_flipped, show_rewired), links=links,
+                   legend=legend(show_flipped, show_rewired), slabs=slabs)

@@ -42,6 +42,8 @@ class SplitRun:
         self.exchanger = make_exchanger(self.parts, exchanger)
         self.engine = SlabMetropolis(self.parts, self.exchanger, lattice.dim, lattice.L, lattice)
         self._spins = self._flips = None
+        self._device_flips = DeviceFlips(self)     # stands for the flip words now on the devices
+        self._rewired_slabs: dict = {}             # (mask id, part, step) -> the part's rows of the rewired mask
 
     def rebuild(self, lattice: RewiredLattice) -> None:
         """A new graph; the spins are kept."""
@@ -56,6 +58,7 @@ class SplitRun:
 
     def set_flips(self, flips) -> None:
         self._flips = np.asarray(flips, dtype=bool)
+        self._device_flips = DeviceFlips(self)    # the devices' flip words no longer are the flips
 
     def spins(self) -> np.ndarray:
         if self._spins is None:
@@ -72,7 +75,56 @@ class SplitRun:
         self.engine.sweeps(T, seed, first, n, mask)
         self._spins = None
         if mask is not None:
-            self._flips = None
+            self._new_flips()
+
+    def _new_flips(self) -> None:
+        self._flips = None
+        self._device_flips = DeviceFlips(self)
+
+    def device_flips(self) -> "DeviceFlips":
+        """The flips as they are now in the devices' flip words, not copied anywhere (see DeviceFlips)."""
+        return self._device_flips
+
+    @property
+    def all_local(self) -> bool:
+        """Whether this process runs every part (not so in an MPI job: the others' slabs are elsewhere)."""
+        return all(getattr(part, "local", True) for part in self.parts)
+
+    def spin_at(self, index) -> int:
+        if not self.all_local:
+            return int(self.spins()[tuple(int(i) for i in index)])
+        return self.engine.spin_at(index)
+
+    def picture_slabs(self, highlight=None, rewired=None):
+        """The split picture's slabs (sim/multidevice/picture.py): per part, its owned spins with the
+        ``highlight`` (a DeviceFlips: the flip words, never copied to the host; any other mask: its rows, copied
+        to the part) and the ``rewired`` site mask (a host bool array of
+        the lattice's shape, or None), reduced and encoded on the part's device (picture.py: ising_picture)."""
+        from latticelab.sim.models.ising.picture import ising_picture
+        from latticelab.sim.multidevice.picture import PictureSlab, SlabbedPicture, host_rows
+        engine = self.engine
+        on_devices = isinstance(highlight, DeviceFlips)      # a stale one: the flip words now there
+        host_highlight = None if highlight is None or on_devices else np.asarray(highlight, dtype=bool)
+
+        def maker(i, part, slab):
+            def picture(step):
+                spins, flips = engine.owned_cells(i, step, flips=on_devices)
+                if host_highlight is not None:
+                    flips = host_rows(host_highlight, part, slab.start, slab.stop, step)
+                marks = None
+                if rewired is not None:
+                    key = (id(rewired), i, step)
+                    if key not in self._rewired_slabs:
+                        self._rewired_slabs = {k: v for k, v in self._rewired_slabs.items() if k[0] == id(rewired)}
+                        self._rewired_slabs[key] = (rewired, host_rows(rewired, part, slab.start, slab.stop, step))
+                    marks = self._rewired_slabs[key][1]
+                return ising_picture(part.xp, spins, flips, marks)
+            return picture
+
+        slabs = tuple(PictureSlab(part, slab.start, slab.stop, maker(i, part, slab))
+                      for i, (part, slab) in enumerate(zip(self.parts, engine.layout.slabs)))
+        shape = (engine.total,) + (engine.L,) * (engine.dim - 1)
+        return SlabbedPicture(shape, slabs)
 
     def measured_sweep(self, T: float, rng, mask: str | None = "union") -> tuple[float, int, int]:
         """One sweep whose (bond sum, spin sum, flips) the kernels reduce as they go (a frame's per-step values)."""
@@ -80,12 +132,43 @@ class SplitRun:
         self.engine.sweeps(T, seed, first, 1, mask, measure=True)
         self._spins = None
         if mask is not None:
-            self._flips = None
+            self._new_flips()
         return self.engine.measured_totals()
 
     def clear_flips(self) -> None:
         self.engine.clear_flips()
-        self._flips = None
+        self._new_flips()
 
     def measure(self) -> tuple[float, int]:
         return self.engine.measure()
+
+
+class DeviceFlips:
+    """The flips of a split run as the devices hold them (the union of a frame's, or the last sweep's): what a
+    frame's ``StepBatch.changed`` is, so that the window's highlight is encoded from the flip words where they
+    live instead of gathered to the host every frame. Read as an array (``numpy.asarray``), it is the host copy
+    (``SplitRun.flips()``) -- as long as no later sweep has replaced the flip words."""
+
+    def __init__(self, run: SplitRun):
+        self._run = run
+
+    @property
+    def current(self) -> bool:
+        return self._run.device_flips() is self
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        engine = self._run.engine
+        return (engine.total,) + (engine.L,) * (engine.dim - 1)
+
+    dtype = np.dtype(bool)
+    ndim = property(lambda self: len(self.shape))
+
+    def __array__(self, dtype=None, copy=None):
+        if not self.current:
+            raise RuntimeError("these flips have been replaced by later sweeps")
+        flips = self._run.flips()
+        return flips if dtype is None else flips.astype(dtype)
+
+    def sum(self, *args, **kwargs):
+        return np.asarray(self).sum(*args, **kwargs)

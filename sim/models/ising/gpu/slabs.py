@@ -33,7 +33,7 @@ from latticelab.sim.models.ising.gpu.engine import (BLOCK_THREADS, INLINE_MODIFI
                                                     metropolis_thresholds, params_head, whole_warp_rows)
 from latticelab.sim.models.ising.graph_arrays import merged_adjacency
 from latticelab.sim.models.ising.lattice import RewiredLattice, lattice_edge_ends
-from latticelab.sim.multidevice.exchange import Exchanger, Move, Part
+from latticelab.sim.multidevice.exchange import Exchanger, Move, Part, local_indices
 from latticelab.sim.multidevice.slabs import Slab, split_slow_axis
 
 DEEP_HALO = 8                # halo depth of a 2D lattice without rewired sites (see _replay); others: 1
@@ -209,7 +209,8 @@ class SlabMetropolis:
         W = L // 64
         self._bx = min(W, 32)
         self._by = whole_warp_rows(self._bx, L)
-        xp = parts[0].xp
+        self.here_indices = local_indices(self.parts)     # the parts this process runs (all but in an MPI job)
+        xp = self.parts[self.here_indices[0]].xp
         names = (f"metropolis_multispin<{dim}, 10>", "multispin_set_base", "multispin_advance_base",
                  "multispin_decide_modified")
         kernel = lambda name: get_kernel(xp, KERNEL_DIR / "metropolis_multispin.cu", name, names)  # noqa: E731
@@ -232,6 +233,7 @@ class SlabMetropolis:
                 state = _PartState(part, geometry, pxp.zeros(geometry.words, dtype=pxp.uint32),
                                    pxp.zeros(geometry.words, dtype=pxp.uint32), arrays, has_modified, colour_rows)
             self.states.append(state)
+        self.here = [self.states[i] for i in self.here_indices]
         self._plan_gathers(remotes)
         self._plan_halos()
         self._plan_ends()
@@ -290,7 +292,8 @@ class SlabMetropolis:
                 base += sites.size
 
     def _plan_ends(self) -> None:
-        """The rewired edges' ends (removed u, v, new u, v) each part holds, for the bond sum's correction."""
+        """The rewired edges' ends (removed u, v, new u, v) each part holds, for the bond sum's correction: the
+        ends ordered by owner (``_ends_order``), part i's the block ``_ends_blocks[i]`` of that order."""
         self._ends = None
         if self.lattice is None or not self.lattice.rewired_edge_ids.size:
             return
@@ -298,8 +301,12 @@ class SlabMetropolis:
         new = self.lattice.new_edges.reshape(-1, 2)
         self._ends = np.stack([u0, v0, new[:, 0], new[:, 1]]).astype(np.int64)
         flat = self._ends.reshape(-1)
-        for state in self.states:
-            held = np.flatnonzero(state.geometry.owned(flat))
+        owner = self.layout.owner(flat // self.states[0].geometry.plane)
+        self._ends_order = np.argsort(owner, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=len(self.states)))])
+        self._ends_blocks = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+        for state, (first, end) in zip(self.states, self._ends_blocks):
+            held = self._ends_order[first:end]
             pos = state.geometry.positions(flat[held])
             with state.part.use():
                 state.ends = (held, _to_device(state.part.xp, pos >> 5),
@@ -332,7 +339,7 @@ class SlabMetropolis:
         if T == self._T:
             return
         table, regular = metropolis_thresholds(self.max_k, T)
-        for state in self.states:
+        for state in self.here:
             slab, a = state.geometry.slab, state.arrays
             with state.part.use():
                 a["table"] = _to_device(state.part.xp, table)
@@ -369,7 +376,7 @@ class SlabMetropolis:
         """Put host int8 +-1 spins (shape (total,) + (L,) * (dim - 1)) into the slabs, halos and gathered bits
         included."""
         W = self.L // 64
-        for state in self.states:
+        for state in self.here:
             slab, g = state.geometry.slab, state.geometry
             with state.part.use():
                 xp = state.part.xp
@@ -392,7 +399,7 @@ class SlabMetropolis:
         """A hot start drawn on the devices (independent random spins, not keyed like a model's reset): for
         benchmarks of lattices too large to draw on the host quickly."""
         W = self.L // 64
-        for state in self.states:
+        for state in self.here:
             g, (first, end) = state.geometry, state.geometry.slab.owned
             with state.part.use():
                 xp = state.part.xp
@@ -409,17 +416,28 @@ class SlabMetropolis:
         C order: shape (h * plane_rows, L)."""
         xp, g, W = state.part.xp, state.geometry, self.L // 64
         view = words.reshape(2, g.rows, W)[:, j0 * g.plane_rows:(j0 + h) * g.plane_rows]
+        return self._unpack(xp, view, self._row_parity(xp, state, j0, h))
+
+    def _unpack(self, xp, view, parity):
+        """Down bits (0/1, uint8), shape (rows, L), of the packed rows ``view`` (2, rows, L / 64), each row's
+        colour order given by its ``parity``."""
         bits = ((view[..., None] >> xp.arange(32, dtype=xp.uint32)) & 1).astype(xp.uint8).reshape(2, -1, self.L // 2)
-        par = self._row_parity(xp, state, j0, h)[:, None]
+        par = parity[:, None]
         out = xp.empty((bits.shape[1], self.L), dtype=xp.uint8)
         out[:, 0::2] = xp.where(par == 0, bits[0], bits[1])
         out[:, 1::2] = xp.where(par == 0, bits[1], bits[0])
         return out
 
+    def _unpacked_rows(self, state: _PartState, words, local):
+        """As ``_unpacked`` for a 2D slab's local rows ``local`` (an array of local slow indices, any order)."""
+        xp = state.part.xp
+        view = words.reshape(2, state.geometry.rows, self.L // 64)[:, local]
+        return self._unpack(xp, view, (local + state.geometry.slab.offset) & 1)
+
     def _gather_host(self, which: str) -> np.ndarray:
         shape = (self.total,) + (self.L,) * (self.dim - 1)
         out = np.empty(shape, dtype=np.int8 if which == "spins" else bool)
-        for state in self.states:
+        for state in self.here:
             slab = state.geometry.slab
             with state.part.use():
                 xp = state.part.xp
@@ -429,7 +447,49 @@ class SlabMetropolis:
                     host = (1 - 2 * bits.astype(xp.int8)) if which == "spins" else bits.astype(bool)
                     host = host.get() if hasattr(host, "get") else host
                     out[j0 + slab.offset:j0 + slab.offset + h] = host.reshape((h,) + shape[1:])
+        if out.dtype == bool:
+            self.exchanger.share(out.view(np.uint8), [(s.start, s.stop) for s in self.layout.slabs])
+        else:
+            self.exchanger.share(out, [(s.start, s.stop) for s in self.layout.slabs])
         return out
+
+    def owned_cells(self, index: int, step: int = 1, flips: bool = True):
+        """Part ``index``'s owned spins (int8 +-1) and, with ``flips``, its flip mask (bool; else None), on the part's
+        device (call inside ``part.use()``): the slow indices that are multiples of ``step``
+        (sim/multidevice/picture.py: kept_range) and every ``step``-th cell of the other axes (2D only when step
+        > 1). What a split picture encodes where the slab lives."""
+        from latticelab.sim.multidevice.picture import kept_range
+        state = self.states[index]
+        slab, xp = state.geometry.slab, state.part.xp
+        if step > 1 and self.dim != 2:
+            raise ValueError(f"step: only 2D slabs are reduced; got {step}")
+        first, count = kept_range(slab.start, slab.stop, step)
+        local = first - slab.offset
+        shape = (count,) + (self.L,) * (self.dim - 1)
+        out = [xp.empty((count, -(-self.L // step)) if step > 1 else shape, dtype=dtype)
+               for dtype in ((xp.int8, xp.bool_) if flips else (xp.int8,))]
+        rows = max(1, CHUNK_SITES // (self.L ** (self.dim - 1)))
+        for r0 in range(0, count, rows):
+            n = min(count, r0 + rows) - r0
+            j = local + r0 * step
+            for target, words in zip(out, (state.packed, state.flips)):
+                if step == 1:
+                    bits = self._unpacked(state, words, j, n).reshape((n,) + shape[1:])
+                else:      # 2D: one packed row per slow index; the kept rows only, then every step-th column
+                    bits = self._unpacked_rows(state, words, j + step * xp.arange(n, dtype=xp.int64))[:, ::step]
+                target[r0:r0 + n] = (1 - 2 * bits.astype(xp.int8)) if words is state.packed else bits
+        return out[0], (out[1] if flips else None)
+
+    def spin_at(self, index) -> int:
+        """The spin (+1 or -1) of the site at ``index`` (its lattice coordinates, slow axis first), read from the
+        one packed word that holds it on its owner's device."""
+        site = int(np.ravel_multi_index(tuple(int(i) for i in index), (self.total,) + (self.L,) * (self.dim - 1)))
+        owner = int(self.layout.owner(site // self.L ** (self.dim - 1)))
+        state = self.states[owner]
+        position = int(state.geometry.positions(np.array([site]))[0])
+        with state.part.use():
+            word = int(state.packed[position >> 5].item())
+        return -1 if (word >> (position & 31)) & 1 else 1
 
     def spins(self) -> np.ndarray:
         """The whole lattice's spins on the host (int8 +-1)."""
@@ -471,7 +531,7 @@ class SlabMetropolis:
         moves = self._gather_moves[reading_colour]
         if not moves:
             return []
-        for state in self.states:
+        for state in self.here:
             for gather in state.gathers[reading_colour]:
                 with state.part.use():
                     xp = state.part.xp
@@ -482,7 +542,7 @@ class SlabMetropolis:
 
     def clear_flips(self) -> None:
         """Zero the flip words (before sweeps that OR their flips into them)."""
-        for state in self.states:
+        for state in self.here:
             with state.part.use():
                 state.flips.fill(0)
 
@@ -517,7 +577,7 @@ class SlabMetropolis:
         self._set_temperature(T)
         seed64 = np.uint64(seed)
         if measure:
-            for state in self.states:
+            for state in self.here:
                 with state.part.use():
                     state.arrays["totals"].fill(0)
         for i in range(int(n)):
@@ -527,20 +587,20 @@ class SlabMetropolis:
             for colour in (0, 1):
                 flags = colour | mask_flag
                 if self.overlap:
-                    for state in self.states:
+                    for state in self.here:
                         with state.part.use():
                             self._decide_modified(state, colour, seed64, stream)
                             self._launch(state, "lower", flags, seed64, stream)
                             self._launch(state, "upper", flags, seed64, stream)
                     self.exchanger.transfer(self._halo_moves[colour])
-                    for state in self.states:
+                    for state in self.here:
                         with state.part.use():
                             self._launch(state, "interior", flags, seed64, stream)
                     gathers = self._fill_gathers(1 - colour)
                     if gathers:
                         self.exchanger.transfer(gathers)
                 else:
-                    for state in self.states:
+                    for state in self.here:
                         with state.part.use():
                             self._decide_modified(state, colour, seed64, stream)
                             self._launch(state, "owned", flags, seed64, stream)
@@ -555,7 +615,7 @@ class SlabMetropolis:
     # does on one device). A run of n sweeps sets the base, replays the graphs of n's binary digits on the first
     # part's update stream, and puts the base back to 0.
     def _blocks(self):
-        for state in self.states:
+        for state in self.here:
             for params, *_ in state.blocks.values():
                 yield state, params
 
@@ -600,7 +660,7 @@ class SlabMetropolis:
 
     def _join(self, origin: Part) -> None:
         """The origin's update stream waits for all work queued on every part's streams."""
-        for state in self.states:
+        for state in self.here:
             part = state.part
             for stream in (part.stream, part.copy_stream):
                 if stream is not origin.stream:
@@ -611,7 +671,7 @@ class SlabMetropolis:
     def _fork(self, origin: Part) -> None:
         """Every part's streams wait for the work queued so far on the origin's update stream."""
         event = origin.event(origin.stream)
-        for state in self.states:
+        for state in self.here:
             part = state.part
             with part.xp.cuda.Device(part.device):
                 for stream in (part.stream, part.copy_stream):
@@ -627,7 +687,7 @@ class SlabMetropolis:
         for i in range(k):
             for colour in (0, 1):
                 t = (2 * i + colour) % self.depth
-                for state in self.states:
+                for state in self.here:
                     with state.part.use():
                         self._launch(state, f"deep{t}", colour, seed64, np.uint64(first_stream + i))
                 if t == self.depth - 1:
@@ -671,7 +731,7 @@ class SlabMetropolis:
         """(sum over edges of s_i s_j, sum of spins), each part's share reduced on its device and the shares
         summed on the host in part order (integers: exact for any cut)."""
         bonds, spin_sum = [], []
-        for state in self.states:
+        for state in self.here:
             slab = state.geometry.slab
             b = s = 0
             with state.part.use():
@@ -696,7 +756,7 @@ class SlabMetropolis:
         """(bond sum, spin sum, flips) of the sweeps run with ``measure``: the parts' totals summed in part order,
         plus the rewired edges' correction of the bond sum for the current spins (exact after one sweep)."""
         rows = []
-        for state in self.states:
+        for state in self.here:
             with state.part.use():
                 totals = state.arrays["totals"]
                 rows.append((totals.get() if hasattr(totals, "get") else totals.copy()).view(np.int64))
@@ -707,14 +767,18 @@ class SlabMetropolis:
         """Sum of s_u s_v over the new edges minus over the lattice edges rewiring removed."""
         if self._ends is None:
             return 0
-        values = np.zeros(self._ends.size, dtype=np.int64)
-        for state in self.states:
-            held, word, shift = state.ends
+        by_owner = np.zeros(self._ends.size, dtype=np.int64)
+        for state, i in zip(self.here, self.here_indices):
+            _held, word, shift = state.ends
             with state.part.use():
                 xp = state.part.xp
                 bits = (xp.take(state.packed, word) >> shift) & 1
                 bits = bits.get() if hasattr(bits, "get") else bits
-            values[held] = 1 - 2 * bits.astype(np.int64)
+            first, end = self._ends_blocks[i]
+            by_owner[first:end] = 1 - 2 * bits.astype(np.int64)
+        self.exchanger.share(by_owner, self._ends_blocks)
+        values = np.empty_like(by_owner)
+        values[self._ends_order] = by_owner
         ends = values.reshape(4, -1)
         return int((ends[2] * ends[3]).sum() - (ends[0] * ends[1]).sum())
 
