@@ -130,6 +130,15 @@ def test_a_split_network_refuses_slabs_thinner_than_two_radii(emulated):
         model_cls.create(backend="numpy", devices=(0, 1, 2), **{**VALUES, "L": 24, "r": 3})
 
 
+def test_a_run_over_the_processes_of_an_mpi_job_is_refused_in_one_line():
+    from types import SimpleNamespace
+
+    from latticelab.sim.models.cortex.model import CortexModel
+    from latticelab.sim.multidevice.devices import ProcessDevices
+    with pytest.raises(ParameterError, match=r"^distributed: the cortex model .* runs in one process only"):
+        CortexModel(backend="numpy", devices=ProcessDevices((0, 1), SimpleNamespace(rank=0)), **VALUES)
+
+
 # ---- on the 2-GPU machine ----------------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("options", [{}, {"overlap": False}, {"exchanger": "nccl"}, {"layout": "int32"}])

@@ -72,6 +72,7 @@ class CortexModel(Model):
     name = "cortex"
     title = "Cortical spiking network"
     splits_across_devices = True       # row slabs with r-row halos (slabs.py; thesis Algorithm 63)
+    splits_across_processes = False    # over the GPUs of one process, not an MPI job's processes
     split_options: dict = {}           # SplitCortex's exchanger, overlap and layout (tests and benchmarks)
     devices_note = ("the grid's rows in slabs with r-row halos of spike flags (thesis Algorithm 63): the same spikes, "
                     "states and EEG bit for bit as on one GPU")
