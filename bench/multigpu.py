@@ -14,8 +14,10 @@ Cases (issue 38; the 4-GPU twins run where four GPUs are present):
   finite-difference steps (float64) of one field in slabs (sim/models/cahn_hilliard/slabs.py); steps_per_s,
   ratio against the same slab code on one GPU; the details add the model's own one-GPU stepper.
 
-The cortex case of the issue is not measured: the cortex does not split yet (docs/multigpu.md). A device
-lacking for a case is said, and the case left out.
+- the cortex cases (bench/multigpu_cortex.py): ``multigpu-cortex-N2^23-total-2gpu`` (weak scaling, 2^22 neurons
+  per GPU, against the model's step at 2^22 on one GPU) and ``multigpu-cortex-N2^22-total-2gpu`` (strong).
+
+A device lacking for a case is said, and the case left out.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import time
 import numpy as np
 
 from latticelab.bench.common import add_output_arguments, finish, select_cases
+from latticelab.bench.multigpu_cortex import CORTEX_CASES, run_cortex_cases
 
 CH_CASES = {
     "multigpu-ch-fd-2d-L16384-total": {"alias": "ch2d", "dim": 2, "L": 16384, "ratio_targets": {2: 1.85}},
@@ -44,8 +47,9 @@ T_CRITICAL = 2.269
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cases", default="all",
-                        help="comma-separated case prefixes or aliases (weak, strong, ch2d, ch3d)")
-    parser.add_argument("--sweeps", type=int, default=200, help="sweeps per timed repetition")
+                        help="comma-separated case prefixes or aliases (weak, strong, ch2d, ch3d, cortex, "
+                             "cortex-strong)")
+    parser.add_argument("--sweeps", type=int, default=200, help="sweeps (cortex: steps) per timed repetition")
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions (median reported)")
     parser.add_argument("--small", action="store_true", help="lattices 16x smaller per side (a smoke run)")
     add_output_arguments(parser, "multigpu-<device>.json")
@@ -219,7 +223,7 @@ def run_ch_case(cp, name: str, spec: dict, n: int, args) -> dict:
 
 def main(args) -> int:
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")     # never NVLink multicast (docs/design/multigpu.md)
-    every = {**CASES, **CH_CASES}
+    every = {**CASES, **CH_CASES, **CORTEX_CASES}
     try:
         chosen = select_cases(args.cases, every)
     except ValueError as exc:
@@ -239,13 +243,16 @@ def main(args) -> int:
     device = f"{count} x {backend.device_name}"
     print(f"latticelab bench multigpu on {device}", flush=True)
     cases = []
-    for name in chosen:
+    for name in [c for c in chosen if c not in CORTEX_CASES]:
         for n in (2, 4):
             if n > count:
                 print(f"  {name}-{n}gpu: not run ({count} GPUs here)")
                 continue
             cases.append(run_case(cp, name, CASES[name], n, args) if name in CASES
                          else run_ch_case(cp, name, CH_CASES[name], n, args))
+    cortex = [c for c in chosen if c in CORTEX_CASES]
+    if cortex:
+        cases += run_cortex_cases(cp, cortex, [n for n in (2, 4) if n <= count], args)
     for c in cases:
         d = c["details"]
         if "ratio_target" in d:

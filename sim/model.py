@@ -87,7 +87,9 @@ class Model(abc.ABC):
                       ``devices`` run option, sim/multidevice/): such a model's ``__init__`` takes ``devices=``
                       and its ``estimate_bytes_per_device`` gives each device's share; other models refuse
                       several devices with one line naming the model and the option; ``devices_note`` says
-                      for --help what is split and what stays on one device
+                      for --help what is split and what stays on one device; ``splits_across_processes``
+                      (default: as ``splits_across_devices``) whether its split also runs over the processes of
+                      an MPI job (``--distributed``)
     """
 
     name: ClassVar[str]
@@ -104,6 +106,7 @@ class Model(abc.ABC):
     field_units: ClassVar[dict[str, str]] = {}     # units of ``fields()`` for data files (absent: "1")
     diverges_with: ClassVar[tuple[str, ...]] = ()
     splits_across_devices: ClassVar[bool] = False
+    splits_across_processes: ClassVar[bool | None] = None      # None: as splits_across_devices
     devices_note: ClassVar[str] = ""      # what a split run does and does not split, for --help
 
     @classmethod

@@ -161,7 +161,8 @@ def test_connect_kernel_equals_its_numpy_twin(device, L, k, r):
     got = xp.zeros((k, L * L), xp.int32)
     lo, hi = split64(seed)
     kernel((grid_for(k * L * L),), (256,), (got, np.int32(L), np.int32(k), np.int32(r), np.float64(r / 3.0),
-                                            np.uint32(lo), np.uint32(hi)))
+                                            np.uint32(lo), np.uint32(hi), np.int32(0),
+                                        np.int32(L * L), np.int32(0)))
     np.testing.assert_array_equal(to_numpy(got), connect(seed, L, k, r))
 
 

@@ -72,7 +72,8 @@ def test_packed_connect_kernel_equals_its_numpy_twin(device, L, k, r):
     got = xp.zeros((packed_words(k), L * L), xp.uint64)
     lo, hi = split64(seed)
     kernel((grid_for(got.size),), (256,), (got, np.int32(L), np.int32(k), np.int32(r), np.float64(r / 3.0),
-                                           np.uint32(lo), np.uint32(hi)))
+                                           np.uint32(lo), np.uint32(hi), np.int32(0),
+                                        np.int32(L * L), np.int32(0)))
     np.testing.assert_array_equal(to_numpy(got), pack_offsets(*connect_offsets(seed, L, k, r)))
 
 

@@ -140,7 +140,7 @@ def test_distributed_runs_refuse_what_they_cannot_do_in_one_line(tmp_path, monke
     assert "install the extra: pip install 'latticelab[mpi]'" in error("ising", "--distributed")
     assert "--distributed: each process drives one device" in error("ising", "--distributed", "--devices", "0,1")
     assert "--record: not written by a --distributed run" in error("ising", "--distributed", "--record", "x.mp4")
-    # a model that does not split is refused by name (the job: two processes, this one rank 0)
+    # a model that does not split over processes is refused by name (the job: two processes, this one rank 0)
     job = type("Job", (), {"rank": 0})()
     cortex = get_model("cortex")
     with pytest.raises(ParameterError, match="distributed: the cortex model .* runs in one process only"):

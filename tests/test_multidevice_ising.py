@@ -217,8 +217,10 @@ def test_the_memory_check_counts_per_device(monkeypatch):
         memory.check_fits(IsingModel, params, gpu)
 
 
-def test_the_cli_refuses_devices_for_a_model_that_does_not_split(capsys):
+def test_the_cli_refuses_devices_for_a_model_that_does_not_split(capsys, monkeypatch):
     from latticelab.app.commands.main import main
+    from latticelab.sim.models.cortex.model import CortexModel
+    monkeypatch.setattr(CortexModel, "splits_across_devices", False)      # every model splits now: pretend
     assert main(["run", "cortex", "--devices", "0,1", "--steps", "1"]) == 2
     assert "devices: the cortex model" in capsys.readouterr().err
 
@@ -270,10 +272,11 @@ def test_a_model_split_over_two_gpus_follows_the_one_gpu_trajectory():
         np.testing.assert_array_equal(b.changed, to_numpy(a.changed))
 
 
-def test_the_window_runner_splits_the_models_that_split_and_runs_the_others_on_one_device():
+def test_the_window_runner_splits_the_models_that_split_and_runs_the_others_on_one_device(monkeypatch):
     from latticelab.sim.models import get_model
     from latticelab.sim.runner import Runner
     cortex = get_model("cortex")
+    monkeypatch.setattr(cortex, "splits_across_devices", False)           # every model splits now: pretend
     runner = Runner("cortex", cortex.small_example, backend="numpy", devices="0,1")
     assert runner.model.name == "cortex"
     with pytest.raises(ParameterError, match="devices: several devices need the CUDA backend"):

@@ -18,6 +18,8 @@ Definitions (seed 004, Newman et al. 2001; Watts & Strogatz 1998; Lind, Gonzalez
   multiplicity: the squares through v (networkx's ``square_clustering``). Bipartite graphs -- the rewired
   Ising lattice keeps its checkerboard colouring -- have no triangles, so C = 0 for every p, and their
   clustering is measured by c4.
+* the counts T_v and Q_v may be split over several GPUs (``clustering(g, devices=...)``): each holds the graph
+  and counts its share of the vertices (seed 004, chapter 6); integers, so equal to one device's.
 * the mean shortest path length l over ordered pairs of distinct vertices of the largest component, exact
   by breadth-first search from every vertex, or estimated from sampled sources with a standard error.
 
@@ -183,19 +185,22 @@ def _segment_sums(xp, offsets, values):
     return c[offsets[1:]] - c[offsets[:-1]]
 
 
-def arc_counts(g: Graph, what: str):
+def arc_counts(g: Graph, what: str, arcs: tuple[int, int] | None = None):
     """Per-arc kernel outputs (kernels/graph_counts.cu): "triangles" gives |N(v) n N(u)| for every arc
-    v -> u, "squares" the sum over v's neighbours w > u of |N(u) n N(w)| - 1. Kernel path only."""
+    v -> u, "squares" the sum over v's neighbours w > u of |N(u) n N(w)| - 1; ``arcs`` (first, end): those arcs
+    only. Kernel path only."""
     if not g.uses_kernels:
         raise GraphError("arc_counts runs the CUDA kernels; the graph's array module has none (use CuPy or "
                          "the emulator)")
     xp = g.xp
     name = {"triangles": "arc_triangles", "squares": "arc_squares"}[what]
     kernel = _kernel(xp, COUNTS_FILE, name, ("arc_triangles", "arc_squares"))
-    n_arcs = int(g.neighbours.size)
+    first, end = arcs if arcs is not None else (0, int(g.neighbours.size))
+    n_arcs = end - first
     out = xp.zeros(max(n_arcs, 1), dtype=xp.int64)
     if n_arcs:
-        kernel((_grid(n_arcs),), (THREADS,), (g.offsets, g.neighbours, g.sources(), np.int64(n_arcs), out))
+        kernel((_grid(n_arcs),), (THREADS,), (g.offsets, g.neighbours, g.sources(), np.int64(n_arcs), out,
+                                              np.int64(first)))
     return out[:n_arcs]
 
 
@@ -249,6 +254,44 @@ def _host_counts(g: Graph, squares: bool):
         tri = to_numpy(triangle_counts(g))
         return tri, (to_numpy(square_counts(g)) if squares else None)
     return _cpu_counts(g, squares)
+
+
+# ---- the vertices partitioned over several devices ---------------------------------------------------------
+def vertex_ranges(g: Graph, parts: int) -> list[tuple[int, int]]:
+    """Contiguous vertex ranges, one per part, of about equal numbers of arcs (the counts' work)."""
+    offsets = to_numpy(g.offsets).astype(np.int64)
+    total = int(offsets[-1])
+    cuts = [int(np.searchsorted(offsets, total * i // parts, side="left")) for i in range(1, parts)]
+    bounds = np.maximum.accumulate(np.minimum([0, *cuts, g.n], g.n))
+    return [(int(bounds[i]), int(bounds[i + 1])) for i in range(parts)]
+
+
+def partitioned_counts(g: Graph, devices, squares: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """(T_v, Q_v or None) on the host, the vertices partitioned over ``devices`` (CUDA device ids of the graph's
+    module, CuPy or the CPU emulator's stand-in): as on the thesis's two GPUs (seed 004, chapter 6), every device
+    holds the whole graph and counts the arcs of its contiguous vertex range (vertex_ranges); the counts are
+    integers, joined in vertex order: equal to one device's."""
+    from latticelab.sim.multidevice.exchange import make_parts
+    if not g.uses_kernels:
+        raise GraphError("counting over several devices runs the CUDA kernels; the graph's array module has none")
+    parts = make_parts(g.xp, devices)
+    offsets, neighbours = to_numpy(g.offsets), to_numpy(g.neighbours)
+    launched = []
+    for part, (v0, v1) in zip(parts, vertex_ranges(g, len(parts))):
+        with part.use():
+            xp = part.xp
+            local = Graph(g.n, xp.asarray(offsets), xp.asarray(neighbours), xp)
+            a0, a1 = int(offsets[v0]), int(offsets[v1])
+            rows = local.offsets[v0:v1 + 1] - a0
+            tri = _segment_sums(xp, rows, arc_counts(local, "triangles", (a0, a1))) // 2
+            quad = _segment_sums(xp, rows, arc_counts(local, "squares", (a0, a1))) if squares else None
+            launched.append((part, tri, quad))
+    tri, quad = [], []
+    for part, t, q in launched:               # every device counts before the first result is copied back
+        with part.use():
+            tri.append(to_numpy(t).astype(np.int64))
+            quad.append(to_numpy(q).astype(np.int64) if squares else None)
+    return np.concatenate(tri), (np.concatenate(quad) if squares else None)
 
 
 # ---- clustering ---------------------------------------------------------------------------------------------
@@ -319,9 +362,14 @@ def is_bipartite(g: Graph) -> bool:
     return bool(np.all(labels[:n] != labels[n:]))
 
 
-def clustering(g: Graph, squares: bool = True) -> Clustering:
-    """Newman's C, the mean local and (``squares``) mean square clustering, in one pass of the counts."""
-    tri, quad = _host_counts(g, squares)
+def clustering(g: Graph, squares: bool = True, devices=None) -> Clustering:
+    """Newman's C, the mean local and (``squares``) mean square clustering, in one pass of the counts;
+    ``devices`` (several CUDA device ids): the counts with the vertices partitioned over them
+    (partitioned_counts), the same numbers."""
+    if devices is not None and len(devices) > 1:
+        tri, quad = partitioned_counts(g, devices, squares)
+    else:
+        tri, quad = _host_counts(g, squares)
     deg, s = _deg_and_s(g)
     triples = int((deg * (deg - 1) // 2).sum())
     n_tri = int(tri.sum()) // 3

@@ -77,7 +77,10 @@ def resolve_devices(model_cls, value, backend) -> tuple[int, ...]:
     (0,) by default; several only for a model that splits, on CUDA, each id an existing device. An MPI job's
     ``ProcessDevices`` are taken as they are (CUDA or the CPU) by a model that splits."""
     if isinstance(value, ProcessDevices):
-        if len(value) > 1 and not getattr(model_cls, "splits_across_devices", False):
+        across = getattr(model_cls, "splits_across_processes", None)
+        if across is None:
+            across = getattr(model_cls, "splits_across_devices", False)
+        if len(value) > 1 and not across:
             raise ParameterError("distributed", f"the {model_cls.name} model ({model_cls.title}) runs in one "
                                                 "process only; leave out --distributed and the MPI launcher")
         return value

@@ -15,6 +15,8 @@
 //   Ising lattice keeps its checkerboard colouring) have no triangles, but squares.
 //
 // Arcs of vertex v are offsets[v] .. offsets[v+1]-1 of `neighbours`; `sources[arc]` is v (Algorithm 7's S).
+// A launch counts the n_arcs arcs from first_arc on (all of them on one device; a device's share of the vertices
+// when they are partitioned over several, seed 004 chapter 6), writing out[arc - first_arc].
 // Each thread writes only its own output element: no atomics, results independent of the launch shape.
 
 __device__ __forceinline__ long long sorted_common(const int* a, long long na, const int* b, long long nb)
@@ -30,21 +32,23 @@ __device__ __forceinline__ long long sorted_common(const int* a, long long na, c
 }
 
 extern "C" __global__ void arc_triangles(const long long* offsets, const int* neighbours, const int* sources,
-                                         long long n_arcs, long long* common)
+                                         long long n_arcs, long long* common, long long first_arc)
 {
-    for (long long arc = (long long)blockIdx.x * blockDim.x + threadIdx.x; arc < n_arcs;
-         arc += (long long)gridDim.x * blockDim.x) {
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n_arcs;
+         q += (long long)gridDim.x * blockDim.x) {
+        const long long arc = first_arc + q;
         const int v = sources[arc], u = neighbours[arc];
         const long long v0 = offsets[v], u0 = offsets[u];
-        common[arc] = sorted_common(neighbours + v0, offsets[v + 1] - v0, neighbours + u0, offsets[u + 1] - u0);
+        common[q] = sorted_common(neighbours + v0, offsets[v + 1] - v0, neighbours + u0, offsets[u + 1] - u0);
     }
 }
 
 extern "C" __global__ void arc_squares(const long long* offsets, const int* neighbours, const int* sources,
-                                       long long n_arcs, long long* squares)
+                                       long long n_arcs, long long* squares, long long first_arc)
 {
-    for (long long arc = (long long)blockIdx.x * blockDim.x + threadIdx.x; arc < n_arcs;
-         arc += (long long)gridDim.x * blockDim.x) {
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n_arcs;
+         q += (long long)gridDim.x * blockDim.x) {
+        const long long arc = first_arc + q;
         const int v = sources[arc], u = neighbours[arc];
         const long long u0 = offsets[u], nu = offsets[u + 1] - u0;
         long long total = 0;
@@ -54,6 +58,6 @@ extern "C" __global__ void arc_squares(const long long* offsets, const int* neig
             const long long w0 = offsets[w];
             total += sorted_common(neighbours + u0, nu, neighbours + w0, offsets[w + 1] - w0) - 1;
         }
-        squares[arc] = total;
+        squares[q] = total;
     }
 }

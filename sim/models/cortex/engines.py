@@ -124,6 +124,11 @@ class CortexState:
             self.halo[...] = halo_codes(xp, self.data, self.L, self.pad)
 
 
+def cuda_layout(r: int) -> str:
+    """The source layout a CUDA model uses by default: packed 16-bit offsets for r <= 127, else int32."""
+    return "packed" if r <= PACKED_MAX_RADIUS else "int32"
+
+
 def layout_bytes_per_neuron(k: int, L: int, r: int, layout: str) -> float:
     """Device bytes per neuron of the source storage: 4k (int32), or 8 ceil(k/4) plus the halo (packed)."""
     if layout == "packed":
@@ -247,6 +252,29 @@ def grid_for(count: int, threads: int = THREADS, most: int = 65535) -> int:
     return max(1, min(most, (count + threads - 1) // threads))
 
 
+def connect_on_device(xp, layout: str, seed: int, L: int, k: int, r: int, rows: tuple[int, int] | None = None,
+                      row_offset: int = 0):
+    """The source lists of the receivers in rows ``rows`` (first, end; default all L) built by kernels/connect.cu
+    on ``xp``: int32 (k, count) indices (``layout`` "int32"; row ``row_offset`` of the grid is row 0 of the
+    index, so a slab's lists index its data bytes with their halo rows) or uint64 (ceil(k/4), count) packed
+    offsets ("packed")."""
+    from latticelab.sim.gpu.kernels import get_kernel
+    first, end = rows if rows is not None else (0, L)
+    count = (end - first) * L
+    names = ("cortex_connect<256>", "cortex_connect_packed<256>")
+    lo, hi = split64(seed)
+    args = (np.int32(L), np.int32(k), np.int32(r), np.float64(r / 3.0), np.uint32(lo), np.uint32(hi),
+            np.int32(first * L), np.int32(count), np.int32(row_offset))
+    if layout == "packed":
+        out = xp.empty((packed_words(k), count), xp.uint64)
+        kernel = get_kernel(xp, KERNEL_DIR / "connect.cu", names[1], names)
+    else:
+        out = xp.empty((k, count), xp.int32)
+        kernel = get_kernel(xp, KERNEL_DIR / "connect.cu", names[0], names)
+    kernel((grid_for(out.size),), (256,), (out,) + args)
+    return out
+
+
 class CudaPhases:
     """The two phases as kernels/phase1.cu and kernels/phase2.cu on ``xp`` (CuPy or the emulator's stand-in).
 
@@ -260,7 +288,7 @@ class CudaPhases:
             raise ValueError(f"layout must be 'auto', 'packed' or 'int32'; got {layout!r}")
         self.xp = xp
         self.threads = threads
-        self.blocks = blocks          # None: enough for one neuron per thread (at most 65535 blocks)
+        self.blocks = blocks          # None: phase 1 one block per chunk, phase 2 one thread per neuron (<= 65535)
         self.layout = layout
         p1 = (f"cortex_phase1<{threads}, false>", f"cortex_phase1<{threads}, true>")
         p2 = (f"cortex_phase2<{threads}, {UNROLL}>", f"cortex_phase2_packed<{threads}, {UNROLL}>")
@@ -291,48 +319,102 @@ class CudaPhases:
     def _grid(self, n: int) -> int:
         return self.blocks or grid_for(n, self.threads)
 
-    def _launch_phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, union=None) -> int:
-        xp = self.xp
-        grid = self._grid(s.n)
-        if self._partials is None or self._partials.size != 3 * grid:
-            self._partials = xp.zeros(3 * grid, xp.float64)
+    def rows_per_chunk(self, L: int) -> int:
+        """Rows of L neurons to one chunk of phase 1's EEG partial sums (kernels/phase1.cu): THREADS // L for
+        narrow rows, else 1 (a wide row being ceil(L / threads) chunks). A slab must begin on a multiple."""
+        return 1 if L >= self.threads else self.threads // L
+
+    def chunk_of_row(self, L: int, row: int) -> int:
+        """The index of the first chunk of row ``row`` (a chunk boundary), or the number of chunks of ``row``
+        rows."""
+        if L >= self.threads:
+            return row * -(-L // self.threads)
+        return -(-row // self.rows_per_chunk(L))
+
+    def chunks(self, L: int, rows: int) -> int:
+        """Phase 1's chunks (of its EEG partial sums) for ``rows`` rows of L neurons."""
+        return self.chunk_of_row(L, rows)
+
+    def partials(self, count: int):
+        """A reusable float64 array of 3 ``count`` partial sums (phase 1 writes it, phase 2's record reads it)."""
+        if self._partials is None or self._partials.size != 3 * count:
+            self._partials = self.xp.zeros(3 * count, self.xp.float64)
+        return self._partials
+
+    def launch_phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, partials, union=None,
+                      rows: tuple[int, int] | None = None, base: int = 0, wrap_rows: bool = True,
+                      data=None, skip: tuple[int, int] = (0, 0)) -> None:
+        """Phase 1 of the neurons of local rows ``rows`` (first, end; default all of ``s``; first a chunk
+        boundary, end too unless it is the last row) but those of the rows ``skip`` (chunk boundaries), their EEG
+        partial sums into ``partials`` (3 chunks(L, rows of s) doubles, chunk by chunk). A slab passes the
+        global index ``base`` of its neuron 0, ``wrap_rows=False`` and, for the int32 layout, its data bytes
+        without the halo rows (``data``)."""
+        L = s.L
+        n = s.v.size
+        first, end = rows if rows is not None else (0, n // L)
+        if end <= first:
+            return
+        chunk_first, chunk_end = self.chunk_of_row(L, first), self.chunk_of_row(L, end)
+        skip_first, skip_end = self.chunk_of_row(L, skip[0]), self.chunk_of_row(L, skip[1])
         seed_lo, seed_hi = split64(seed)
         step_lo, step_hi = split64(step)
         u32, f32, i32 = np.uint32, np.float32, np.int32
         packed = s.packed is not None
         halo = s.halo if packed else self._dummy["u8"]
+        grid = self.blocks or min(65535, chunk_end - chunk_first - (skip_end - skip_first))
         self._phase1[packed]((grid,), (self.threads,), (
-            s.v, s.u, s.data, s.tv, s.delay, s.ev, self._partials, i32(s.n), i32(s.ev_idx),
+            s.v, s.u, s.data if data is None else data, s.tv, s.delay, s.ev, partials, i32(n), i32(s.ev_idx),
             u32(seed_lo), u32(seed_hi), u32(step_lo), u32(step_hi), f32(inputs.current[0]), f32(inputs.current[1]),
             f32(inputs.noise[0]), f32(inputs.noise[1]), f32(inputs.boost), u32(inputs.boost_threshold),
-            halo, i32(s.L), i32(s.pad), self._dummy["u8"] if union is None else union, i32(union is not None)))
-        return grid
+            halo, i32(L), i32(s.pad), self._dummy["u8"] if union is None else union, i32(union is not None),
+            i32(chunk_first), i32(chunk_end), i32(skip_first), i32(skip_end), np.int64(base), i32(wrap_rows)))
+
+    def _launch_phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, union=None) -> int:
+        count = self.chunks(s.L, s.n // s.L)
+        self.launch_phase1(s, seed, step, inputs, self.partials(count), union)
+        return count
 
     def phase1(self, s: CortexState, seed: int, step: int, inputs: Inputs, union=None):
         """Phase 1 in place; returns the three sums as a device array (float64 [3]). ``union``: a uint8 (N,)
         array whose bytes of the firing neurons are set to 1."""
-        grid = self._launch_phase1(s, seed, step, inputs, union)
-        return self._partials.reshape(3, grid).sum(axis=1)
+        count = self._launch_phase1(s, seed, step, inputs, union)
+        return self._partials.reshape(count, 3).sum(axis=0)
 
     def phase2(self, s: CortexState, table: np.ndarray, w: int, record: "Record | None" = None) -> None:
         """Phase 2 in place. ``record``: also finish the last phase 1's EEG sums into the trace (Record)."""
+        self.launch_phase2(s, table, w, record, self._partials)
+
+    def launch_phase2(self, s: CortexState, table: np.ndarray, w: int, record: "Record | None", partials,
+                      rows: tuple[int, int] | None = None, data=None, v=None,
+                      skip: tuple[int, int] = (0, 0)) -> None:
+        """Phase 2 of the receivers of local rows ``rows`` (default all of ``s``) but those of the rows ``skip``
+        (first, end); with ``record``, block 0 first
+        adds ``partials`` into the trace. A slab passes its data bytes with the halo rows (``data``, the int32
+        layout) and, when the probe neuron's potential was copied elsewhere, that array (``v``)."""
         xp = self.xp
         if table is not self._table_source:           # the model makes a new table on each change
             self._table_source = table
             self._table = xp.asarray(np.array(table, np.float32).reshape(-1))
         i32, f64 = np.int32, np.float64
+        n = s.v.size
+        first, end = rows if rows is not None else (0, n // s.L)
+        if end <= first:
+            return
         if record is None:
             tail = (i32(0), self._dummy["f64"], i32(0), s.v, i32(0), f64(0), f64(0), self._dummy["f64"], i32(0),
                     self._dummy["f64"])
         else:
-            tail = (i32(1), self._partials, i32(self._partials.size // 3), s.v, i32(record.probe),
+            tail = (i32(1), partials, i32(partials.size // 3), s.v if v is None else v, i32(record.probe),
                     f64(record.scale_e), f64(record.scale_i), record.trace, i32(record.slot), record.last)
+        tail += (i32(first * s.L), i32(end * s.L), i32(skip[0] * s.L), i32(skip[1] * s.L))
         if s.packed is not None:
-            head = (s.packed, s.halo, s.ev, self._table, i32(s.n), i32(s.L), i32(s.pad), i32(s.k), i32(s.ev_idx),
+            head = (s.packed, s.halo, s.ev, self._table, i32(n), i32(s.L), i32(s.pad), i32(s.k), i32(s.ev_idx),
                     i32(w))
         else:
-            head = (s.sources, s.data, s.ev, self._table, i32(s.n), i32(s.k), i32(s.ev_idx), i32(w))
-        self._phase2[s.packed is not None]((self._grid(s.n),), (self.threads,), head + tail)
+            head = (s.sources, s.data if data is None else data, s.ev, self._table, i32(n), i32(s.k),
+                    i32(s.ev_idx), i32(w))
+        count = (end - first - (skip[1] - skip[0])) * s.L
+        self._phase2[s.packed is not None]((self._grid(count),), (self.threads,), head + tail)
 
     def step(self, s: CortexState, seed: int, step: int, inputs: Inputs, table: np.ndarray, w: int,
              record: "Record", union=None) -> None:

@@ -15,15 +15,13 @@ import math
 import numpy as np
 
 from latticelab.sim.backend import to_numpy
-from latticelab.sim.gpu.kernels import get_kernel
-from latticelab.sim.gpu.philox import split64
 from latticelab.sim.memory import check_fits
 from latticelab.sim.model import EffectiveValue, Impulse, Model, Observable, SignalColumn, StepBatch
-from latticelab.sim.models.cortex.engines import (EV_MAX, KERNEL_DIR, V_PEAK, CortexState, CudaPhases, Inputs,
-                                                  NumpyPhases, Record, grid_for, layout_bytes_per_neuron,
+from latticelab.sim.models.cortex.engines import (EV_MAX, THREADS, V_PEAK, CortexState, CudaPhases, Inputs,
+                                                  NumpyPhases, Record, connect_on_device, cuda_layout,
+                                                  layout_bytes_per_neuron,
                                                   washout_tables)
-from latticelab.sim.models.cortex.network import (PACKED_MAX_RADIUS, connect, dynamics, halo_side, make_neurons,
-                                                  packed_words)
+from latticelab.sim.models.cortex.network import connect, dynamics, halo_side, make_neurons
 from latticelab.sim.model import RunHooks, RunOption
 from latticelab.sim.models.cortex.params import CortexParams
 from latticelab.sim.models.cortex.study import STUDY
@@ -40,11 +38,6 @@ def bytes_per_neuron(k: int, L: int | None = None, r: int | None = None, layout:
     (L + 2r)^2 / L^2 bytes), ring 4 EV_MAX, v, u, tv 16, data and delay 2, temporaries 16."""
     lists = 4 * k if layout == "int32" else layout_bytes_per_neuron(k, L, r, layout)
     return lists + 4 * EV_MAX + 18 + 16
-
-
-def cuda_layout(r: int) -> str:
-    """The source layout a CUDA model uses by default: packed 16-bit offsets for r <= 127, else int32."""
-    return "packed" if r <= PACKED_MAX_RADIUS else "int32"
 
 
 # Building the connections on NumPy (network.connect, in chunks of about 2^20 connections, at least one slot of
@@ -78,6 +71,11 @@ class CortexModel(Model):
 
     name = "cortex"
     title = "Cortical spiking network"
+    splits_across_devices = True       # row slabs with r-row halos (slabs.py; thesis Algorithm 63)
+    splits_across_processes = False    # over the GPUs of one process, not an MPI job's processes
+    split_options: dict = {}           # SplitCortex's exchanger, overlap and layout (tests and benchmarks)
+    devices_note = ("the grid's rows in slabs with r-row halos of spike flags (thesis Algorithm 63): the same spikes, "
+                    "states and EEG bit for bit as on one GPU")
     Params = CortexParams
     declared_observables = (
         Observable("eeg", "pseudo-EEG (mean excitatory v)", unit="mV"),
@@ -136,13 +134,50 @@ class CortexModel(Model):
         running = (8 * k + 8 + neuron + step) * n
         return int(math.ceil(max(building, outgoing, running)))
 
-    def __init__(self, params: CortexParams | None = None, backend: str = "auto", *, phases=None, **values):
+    @classmethod
+    def estimate_bytes_per_device(cls, params: CortexParams, backend_name: str, devices: int) -> int:
+        """Each device's share of a split run: its rows' neurons and the halo rows (slabs.py)."""
+        if devices == 1:
+            return cls.estimate_bytes(params, backend_name)
+        from latticelab.sim.models.cortex.slabs import device_bytes
+        return device_bytes(params.L, params.k, params.r, devices, cuda_layout(params.r))
+
+    def __init__(self, params: CortexParams | None = None, backend: str = "auto", *, phases=None, devices=None,
+                 **values):
+        """``devices``: the GPUs one run is split over ("0,1", "all", ids; default one device): the grid's rows in
+        slabs (slabs.py), the same spikes, states and EEG as on one device; the arrays the model shows are then
+        host copies."""
+        from latticelab.sim.multidevice.devices import resolve_devices
         params = self._setup(params, backend, values)
-        check_fits(type(self), params, self._backend)
-        if phases is None:
+        self._devices = resolve_devices(type(self), devices, self._backend)
+        self._split = None
+        if len(self._devices) > 1:
+            from latticelab.sim.models.cortex.slabs import split_layout
+            split_layout(params.L, params.r, len(self._devices), self.split_options.get("threads", THREADS))
+        check_fits(type(self), params, self._backend, self._devices)
+        if len(self._devices) > 1:
+            from latticelab.sim.models.cortex.slabs import SplitCortex
+            self._split = SplitCortex(self.xp, self._devices, params, **self.split_options)
+            self.xp = np                 # what the model shows (fields, pictures, states) lives on the host
+            phases = None
+        elif phases is None:
             phases = CudaPhases(self.xp) if self._backend.is_gpu else NumpyPhases()
         self._phases = phases
         self.reset()
+
+    @property
+    def devices(self) -> tuple[int, ...]:
+        """The devices the run is split over (one: not split)."""
+        return self._devices
+
+    @property
+    def state(self) -> CortexState:
+        """The network's arrays: on the model's device, or a host copy of a split run's (slabs.py)."""
+        return self._split.state() if self._split is not None else self._state
+
+    @state.setter
+    def state(self, value: CortexState) -> None:
+        self._state = value
 
     # ---- parameters -------------------------------------------------------------------------
     @property
@@ -178,23 +213,29 @@ class CortexModel(Model):
         xp = self.xp
         neurons = make_neurons(p.seed, p.L ** 2, p.excitatory_fraction)
         self._types = neurons.types
-        sources, packed, halo, pad = self._make_sources()
-        self.state = CortexState(
-            L=p.L, k=p.k, sources=sources, data=xp.asarray(neurons.types << 1),
-            tv=xp.asarray(neurons.tv), delay=xp.asarray(neurons.delay), v=xp.asarray(neurons.v),
-            u=xp.asarray(neurons.u), ev=xp.zeros((EV_MAX, p.L ** 2), xp.float32), ev_idx=0,
-            packed=packed, halo=halo, pad=pad)
-        self.state.refresh_halo(self._phases.xp)
-        self._phases.prepare(self.state)
+        if self._split is not None:
+            self._split.build(p.seed, neurons)
+            xp = self._split.xp                     # the trace and the last observables live on part 0
+        else:
+            sources, packed, halo, pad = self._make_sources()
+            self.state = CortexState(
+                L=p.L, k=p.k, sources=sources, data=xp.asarray(neurons.types << 1),
+                tv=xp.asarray(neurons.tv), delay=xp.asarray(neurons.delay), v=xp.asarray(neurons.v),
+                u=xp.asarray(neurons.u), ev=xp.zeros((EV_MAX, p.L ** 2), xp.float32), ev_idx=0,
+                packed=packed, halo=halo, pad=pad)
+            self.state.refresh_halo(self._phases.xp)
+            self._phases.prepare(self.state)
         self._n_exc = int(np.count_nonzero(neurons.types == 0))
         self._n_inh = p.L ** 2 - self._n_exc
         self._scale = np.array([1.0 / max(self._n_exc, 1), 1.0 / max(self._n_exc, 1), 1.0 / max(self._n_inh, 1)])
         self._scale_device = None
         self._step_count = 0
-        self._trace = xp.zeros((TRACE_STEPS, 4), xp.float64)
-        self._probe = 0
-        self._last = xp.asarray(self._sums_to_observables(np.array(
-            [float(neurons.v[neurons.types == 0].astype(np.float64).sum()), 0.0, 0.0])))
+        with self._on_trace_device():
+            self._trace = xp.zeros((TRACE_STEPS, 4), xp.float64)
+            self._last = xp.asarray(self._sums_to_observables(np.array(
+                [float(neurons.v[neurons.types == 0].astype(np.float64).sum()), 0.0, 0.0])))
+        self._trace_xp = xp
+        self.probe = 0
         self._drained = 0
         self._apply_inputs()
 
@@ -208,19 +249,17 @@ class CortexModel(Model):
                 layout = self._phases.layout_for(p.r)
             except ValueError as exc:
                 raise ParameterError("r", str(exc)) from None
-            names = ("cortex_connect<256>", "cortex_connect_packed<256>")
-            lo, hi = split64(p.seed)
-            args = (np.int32(p.L), np.int32(p.k), np.int32(p.r), np.float64(p.r / 3.0), np.uint32(lo), np.uint32(hi))
+            lists = connect_on_device(xp, layout, p.seed, p.L, p.k, p.r)
             if layout == "packed":
-                kernel = get_kernel(xp, KERNEL_DIR / "connect.cu", names[1], names)
-                packed = xp.empty((packed_words(p.k), p.L ** 2), xp.uint64)
-                kernel((grid_for(packed.size),), (256,), (packed,) + args)
-                return None, packed, xp.zeros(halo_side(p.L, p.r) ** 2, xp.uint8), p.r
-            kernel = get_kernel(xp, KERNEL_DIR / "connect.cu", names[0], names)
-            sources = xp.empty((p.k, p.L ** 2), xp.int32)
-            kernel((grid_for(sources.size),), (256,), (sources,) + args)
-            return sources, None, None, 0
+                return None, lists, xp.zeros(halo_side(p.L, p.r) ** 2, xp.uint8), p.r
+            return lists, None, None, 0
         return self.xp.asarray(connect(p.seed, p.L, p.k, p.r)), None, None, 0
+
+    def _on_trace_device(self):
+        """A context with the device and stream of the trace current (part 0 of a split run: its update stream
+        wrote the trace, and a copy on another stream would not wait for it)."""
+        import contextlib
+        return self._split.on_part0() if self._split is not None else contextlib.nullcontext()
 
     def _sums_to_observables(self, sums):
         """[eeg, firing_e, firing_i] from [sum of excitatory v, firing excitatory, firing inhibitory]."""
@@ -238,7 +277,17 @@ class CortexModel(Model):
         self._steps(int(n))
 
     def _steps(self, n: int, union=None) -> None:
-        s, seed = self.state, self._params.seed
+        seed = self._params.seed
+        if self._split is not None:
+            record = Record(self._trace, 0, self._last, self._probe, float(self._scale[0]), float(self._scale[2]))
+            for _ in range(n):
+                record.slot = self._step_count % TRACE_STEPS
+                self._split.step(seed, self._step_count, self._inputs, self._table, self._w, record, union)
+                self._step_count += 1
+                if self._spikes is not None:
+                    self._spikes.record(self._step_count)
+            return
+        s = self.state
         if isinstance(self._phases, CudaPhases):
             # two launches a step; phase 2 finishes the EEG sums into the trace and ``_last`` itself
             record = Record(self._trace, 0, self._last, self._probe, float(self._scale[0]), float(self._scale[2]))
@@ -267,11 +316,14 @@ class CortexModel(Model):
         frame (per TRACE_STEPS steps); on NumPy, the default step by step."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"n: must be a positive integer number of steps; got {n!r}")
-        if not isinstance(self._phases, CudaPhases):
+        if self._split is None and not isinstance(self._phases, CudaPhases):
             return super().advance(n)
-        xp = self._phases.xp
         n = int(n)
-        union = xp.zeros(self.n_neurons, xp.uint8)
+        if self._split is not None:
+            union = self._split.new_unions()
+        else:
+            xp = self._phases.xp
+            union = xp.zeros(self.n_neurons, xp.uint8)
         first = self._step_count
         rows = []
         while self._step_count < first + n:
@@ -279,14 +331,16 @@ class CortexModel(Model):
             chunk = min(first + n - start, TRACE_STEPS)
             self._steps(chunk, union)
             a, b = start % TRACE_STEPS, start % TRACE_STEPS + chunk
-            if b <= TRACE_STEPS:
-                rows.append(to_numpy(self._trace[a:b, :3]))
-            else:
-                rows += [to_numpy(self._trace[a:, :3]), to_numpy(self._trace[:b - TRACE_STEPS, :3])]
+            with self._on_trace_device():
+                if b <= TRACE_STEPS:
+                    rows.append(to_numpy(self._trace[a:b, :3]))
+                else:
+                    rows += [to_numpy(self._trace[a:, :3]), to_numpy(self._trace[:b - TRACE_STEPS, :3])]
         values = np.concatenate(rows)
         times = np.arange(first + 1, first + n + 1, dtype=np.float64)
         observed = {"eeg": values[:, 0].copy(), "firing_e": values[:, 1].copy(), "firing_i": values[:, 2].copy()}
-        return StepBatch(n, times, observed, union.view(xp.bool_).reshape(self.shape))
+        fired = self._split.gather_unions(union) if self._split is not None else union.view(xp.bool_)
+        return StepBatch(n, times, observed, fired.reshape(self.shape))
 
     # ---- spike trains (RecordsSpikes, sim/model.py; spikes.py) -------------------------------------------
     _spikes = None
@@ -295,7 +349,9 @@ class CortexModel(Model):
         """Record from now on which neurons of ``neurons`` (None: all; a range, or (first, count)) fire in each
         step; returns the recording (its ``spikes()``: steps and neuron indices). Replaces an earlier one."""
         from latticelab.sim.models.cortex.spikes import CudaSpikes, NumpySpikes
-        if isinstance(self._phases, CudaPhases):
+        if self._split is not None:
+            self._spikes = self._split.spikes(self.n_neurons, neurons)
+        elif isinstance(self._phases, CudaPhases):
             self._spikes = CudaSpikes(self._phases.xp, self.n_neurons, neurons)
         else:
             self._spikes = NumpySpikes(self.n_neurons, neurons)
@@ -318,16 +374,20 @@ class CortexModel(Model):
 
     @property
     def fired(self):
-        return ((self.state.data & 1) == 1).reshape(self.shape)
+        data = self._split.field("data") if self._split is not None else self.state.data
+        return ((data & 1) == 1).reshape(self.shape)
 
     @property
     def v(self):
-        return self.state.v.reshape(self.shape)
+        v = self._split.field("v") if self._split is not None else self.state.v
+        return v.reshape(self.shape)
 
     # ---- measurements -----------------------------------------------------------------------
     def observables(self) -> dict[str, float]:
         """Pseudo-EEG (mV) and the firing fractions of the excitatory and inhibitory neurons in the last step."""
-        eeg, fe, fi = (float(x) for x in to_numpy(self._last))
+        with self._on_trace_device():
+            last = to_numpy(self._last)
+        eeg, fe, fi = (float(x) for x in last)
         return {"eeg": eeg, "firing_e": fe, "firing_i": fi}
 
     @property
@@ -340,6 +400,8 @@ class CortexModel(Model):
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.n_neurons:
             raise ParameterError("probe", f"must be a neuron index in [0, {self.n_neurons - 1}]; got {index!r}")
         self._probe = int(index)
+        if self._split is not None:
+            self._split.engine.set_probe(self._probe)
 
     def trace(self, since: int | None = None) -> np.ndarray:
         """Host (m, 5) array of [time in ms after the step, eeg, firing_e, firing_i, v of the probe neuron] for the
@@ -351,7 +413,8 @@ class CortexModel(Model):
         steps = np.arange(start, self._step_count)
         if not steps.size:
             return np.zeros((0, 5))
-        rows = to_numpy(self._trace[self.xp.asarray(steps % TRACE_STEPS)])
+        with self._on_trace_device():
+            rows = to_numpy(self._trace[self._trace_xp.asarray(steps % TRACE_STEPS)])
         return np.column_stack([steps + 1, rows])
 
     def fields(self) -> dict:
@@ -362,12 +425,16 @@ class CortexModel(Model):
         if not 0 <= int(index) < self.n_neurons:
             raise ParameterError("neuron", f"must be an index in [0, {self.n_neurons - 1}]; got {index!r}")
         i = int(index)
-        tv = to_numpy(self.state.tv[:, i])
+        if self._split is not None:             # one neuron's numbers, not the whole network gathered
+            tv, delay, v, u = self._split.neuron(i)
+        else:
+            s = self.state
+            tv, delay = to_numpy(s.tv[:, i]), int(to_numpy(s.delay[i:i + 1])[0])
+            v, u = float(to_numpy(s.v[i:i + 1])[0]), float(to_numpy(s.u[i:i + 1])[0])
         a, b, c, d = (float(x[0]) for x in dynamics(self._types[i:i + 1], tv[:, None]))
         return {"index": i, "x": i % self.L, "y": i // self.L,
                 "type": "inhibitory" if self._types[i] else "excitatory", "a": a, "b": b, "c": c, "d": d,
-                "delay": int(to_numpy(self.state.delay[i:i + 1])[0]), "v": float(to_numpy(self.state.v[i:i + 1])[0]),
-                "u": float(to_numpy(self.state.u[i:i + 1])[0])}
+                "delay": delay, "v": v, "u": u}
 
     def effective(self) -> dict:
         """Base and drug-modified A, tau, I and noise per type, and the washout length in use."""
@@ -392,7 +459,10 @@ class CortexModel(Model):
 
     def edges(self) -> np.ndarray:
         """(N k, 2) int64 [source, receiver] of every connection (host; large: N k rows)."""
-        sources = to_numpy(self.state.source_indices(self._phases.xp))
+        if self._split is not None:
+            sources = self._split.source_indices()
+        else:
+            sources = to_numpy(self.state.source_indices(self._phases.xp))
         receivers = np.broadcast_to(np.arange(self.n_neurons), sources.shape)
         return np.column_stack([sources.reshape(-1).astype(np.int64), receivers.reshape(-1).astype(np.int64)])
 
@@ -407,14 +477,17 @@ class CortexModel(Model):
         """The dynamic arrays (potentials, recovery, fired bits, the ring of pending PSPs) and counters; the
         network itself is rebuilt from the seed, and its types are kept to check that."""
         s = self.state
+        with self._on_trace_device():
+            last = to_numpy(self._last).astype(np.float64)
         return {"step_count": np.int64(self._step_count), "ev_idx": np.int64(s.ev_idx),
                 "v": to_numpy(s.v).copy(), "u": to_numpy(s.u).copy(), "data": to_numpy(s.data).copy(),
-                "ev": to_numpy(s.ev).copy(), "last": to_numpy(self._last).astype(np.float64).copy()}
+                "ev": to_numpy(s.ev).copy(), "last": last.copy()}
 
     @classmethod
-    def from_state(cls, params: CortexParams, arrays: dict, backend: str = "auto") -> "CortexModel":
+    def from_state(cls, params: CortexParams, arrays: dict, backend: str = "auto", devices=None) -> "CortexModel":
         """Rebuild from validated parameters and ``get_state()`` arrays; damaged arrays raise
-        ParameterError('state', ...)."""
+        ParameterError('state', ...). ``devices``: resume split over these devices (a state saved by a split run
+        and by a one-device run are the same arrays)."""
         n = params.L ** 2
         expected = {"step_count": ((), np.integer), "ev_idx": ((), np.integer), "v": ((n,), np.float32),
                     "u": ((n,), np.float32), "data": ((n,), np.uint8), "ev": ((EV_MAX, n), np.float32),
@@ -445,16 +518,20 @@ class CortexModel(Model):
             raise ParameterError("state", f"'last' (the last step's EEG in mV and firing fractions) must be finite, "
                                           f"the EEG in [{V_FLOOR:g}, {V_PEAK:g}] and the fractions in [0, 1]; got "
                                           f"{eeg:g}, {fe:g}, {fi:g}")
-        model = cls(params, backend=backend)
+        model = cls(params, backend=backend, devices=devices)
         if not np.array_equal(values["data"] >> 1, model._types):
             raise ParameterError("state", "the neuron types differ from those the seed gives: the state was saved "
                                           "by a different network")
-        xp, s = model.xp, model.state
-        s.v, s.u, s.data, s.ev = (xp.asarray(values[k]) for k in ("v", "u", "data", "ev"))
-        s.ev_idx = ev_idx
+        if model._split is not None:
+            model._split.load(values["v"], values["u"], values["data"], values["ev"], ev_idx)
+        else:
+            xp, s = model.xp, model.state
+            s.v, s.u, s.data, s.ev = (xp.asarray(values[k]) for k in ("v", "u", "data", "ev"))
+            s.ev_idx = ev_idx
+            s.refresh_halo(model._phases.xp)
         model._step_count = step_count
-        model._last = xp.array(values["last"], dtype=xp.float64, copy=True)
-        s.refresh_halo(model._phases.xp)
+        with model._on_trace_device():
+            model._last = model._trace_xp.array(values["last"], dtype=model._trace_xp.float64, copy=True)
         model._drained = step_count
         return model
 

@@ -7,11 +7,14 @@
 // itself is drawn again with the next attempt. After MAX_ATTEMPTS rejections (probability below 1e-100 for any
 // r >= 1) the right-hand neighbour is taken.
 //
-// cortex_connect: the source ((y + dy) mod L) L + (x + dx) mod L stored at sources[j * N + i] (figure 8.3:
-// consecutive receivers at consecutive addresses). One thread per (j, i).
+// Both kernels build the lists of the receivers first .. first + count - 1 (all N = L^2 of them on one device;
+// a row slab's on a split network, sim/models/cortex/slabs.py), receiver first + q at column q.
+// cortex_connect: the source ((y + dy - row_offset) mod L) L + (x + dx) mod L stored at sources[j * count + q]
+// (figure 8.3: consecutive receivers at consecutive addresses); row_offset 0 gives the global index, a slab's
+// first halo row the index into the slab's data bytes with their halo rows. One thread per (j, q).
 // cortex_connect_packed (r <= 127): the offsets themselves, dx in the low and dy in the high byte of a 16-bit
-// lane, sources 4m .. 4m+3 in lanes 0 .. 3 of the 64-bit word packed[m * N + i] (lanes past k are 0). One thread
-// per (m, i).
+// lane, sources 4m .. 4m+3 in lanes 0 .. 3 of the 64-bit word packed[m * count + q] (lanes past k are 0). One
+// thread per (m, q).
 #include "cortex_math.cuh"
 
 #define CORTEX_MAX_ATTEMPTS 1000
@@ -41,15 +44,16 @@ __device__ __forceinline__ void cortex_source_offset(const int i, const int j, c
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS) cortex_connect(int* __restrict__ sources, const int L, const int k,
                                                           const int r, const double sigma,
-                                                          const unsigned int seed_lo, const unsigned int seed_hi)
+                                                          const unsigned int seed_lo, const unsigned int seed_hi,
+                                                          const int first, const int count, const int row_offset)
 {
-    const long long n = (long long)L * L, total = n * k;
+    const long long total = (long long)count * k;
     for (long long q = (long long)blockIdx.x * THREADS + threadIdx.x; q < total; q += (long long)gridDim.x * THREADS) {
-        const int j = (int)(q / n), i = (int)(q % n);
+        const int j = (int)(q / count), i = first + (int)(q % count);
         const int x = i % L, y = i / L;
         int dx, dy;
         cortex_source_offset(i, j, r, sigma, seed_lo, seed_hi, &dx, &dy);
-        const int sx = ((x + dx) % L + L) % L, sy = ((y + dy) % L + L) % L;
+        const int sx = ((x + dx) % L + L) % L, sy = ((y + dy - row_offset) % L + L) % L;
         sources[q] = sy * L + sx;
     }
 }
@@ -57,13 +61,12 @@ __global__ void __launch_bounds__(THREADS) cortex_connect(int* __restrict__ sour
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS) cortex_connect_packed(
     unsigned long long* __restrict__ packed, const int L, const int k, const int r, const double sigma,
-    const unsigned int seed_lo, const unsigned int seed_hi)
+    const unsigned int seed_lo, const unsigned int seed_hi, const int first, const int count, const int row_offset)
 {
-    const long long n = (long long)L * L;
     const int words = (k + 3) / 4;
-    const long long total = n * words;
+    const long long total = (long long)count * words;
     for (long long q = (long long)blockIdx.x * THREADS + threadIdx.x; q < total; q += (long long)gridDim.x * THREADS) {
-        const int m = (int)(q / n), i = (int)(q % n);
+        const int m = (int)(q / count), i = first + (int)(q % count);
         unsigned long long word = 0ull;
         for (int lane = 0; lane < 4; ++lane) {
             const int j = 4 * m + lane;

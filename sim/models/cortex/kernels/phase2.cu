@@ -1,6 +1,6 @@
 // Cortical model, phase 2 of a step: thesis 003, Algorithm 62 (kernel Phase2). NumPy twin: engines.py phase2.
 //
-// Pull model: one thread per receiving neuron (grid-stride loop) counts the excitatory and the inhibitory
+// Pull model: one thread per receiving neuron of first .. end - 1 (grid-stride loop) counts the excitatory and the inhibitory
 // sources that fire in this step. It then adds count_e W_e(t) + count_i W_i(t) for t = 0 .. w-1 to slots
 // ev_idx + t of its own extra-volts ring (ev[slot * n + i], coalesced); phase 1 reads slot (step index - delay),
 // so a spike's washout reaches the receiver delay + 1 steps after it fired. washout holds W_e in [0, 60) and
@@ -15,6 +15,11 @@
 //                         the source of (dx, dy) is centre[dy * side + dx], no wrapping. The codes of up to 31
 //                         sources add up in one word without carries (count_e = sum & 31, count_i = sum >> 5).
 //
+// A network split into row slabs (sim/models/cortex/slabs.py) runs the receivers whose sources are all its own
+// (the inner core) while the border rows travel, then the rest: hence the range first .. end - 1 less the
+// receivers skip_first .. skip_end - 1 (the inner core, when both border bands go in one launch; an empty skip:
+// skip_first = skip_end). n is the stride of the arrays.
+//
 // record != 0: block 0 first finishes phase 1's pseudo-EEG sums (cortex_record) -- phase 1 has completed when
 // phase 2 starts -- and writes them, scaled, to last[0..2] and row slot of trace (with v of the probe neuron),
 // so a step needs no other launch.
@@ -23,7 +28,7 @@
 #define CORTEX_EV_MAX 75
 #define CORTEX_W_MAX 60
 
-// partials: 3 G doubles from phase 1 (v sum, firing excitatory, firing inhibitory per block)
+// partials: 3 G doubles from phase 1 (v sum, firing excitatory, firing inhibitory of each chunk in turn)
 template <int THREADS>
 __device__ __forceinline__ void cortex_record(const double* __restrict__ partials, const int G,
                                               const float* __restrict__ v, const int probe, const double scale_e,
@@ -36,9 +41,9 @@ __device__ __forceinline__ void cortex_record(const double* __restrict__ partial
     __shared__ double sums[3][THREADS / 32];
     double a = 0.0, b = 0.0, c = 0.0;
     for (int j = threadIdx.x; j < G; j += THREADS) {
-        a += partials[j];
-        b += partials[G + j];
-        c += partials[2 * G + j];
+        a += partials[3 * j];
+        b += partials[3 * j + 1];
+        c += partials[3 * j + 2];
     }
     for (int offset = 16; offset > 0; offset >>= 1) {
         a += __shfl_down_sync(0xffffffffu, a, offset);
@@ -95,10 +100,12 @@ __global__ void __launch_bounds__(THREADS) cortex_phase2(
     const float* __restrict__ washout, const int n, const int k, const int ev_idx, const int w,
     const int record, const double* __restrict__ partials, const int G, const float* __restrict__ v,
     const int probe, const double scale_e, const double scale_i, double* __restrict__ trace, const int slot,
-    double* __restrict__ last)
+    double* __restrict__ last, const int first, const int end, const int skip_first, const int skip_end)
 {
     if (record && blockIdx.x == 0) cortex_record<THREADS>(partials, G, v, probe, scale_e, scale_i, trace, slot, last);
-    for (int i = blockIdx.x * THREADS + threadIdx.x; i < n; i += gridDim.x * THREADS) {
+    const int count = end - first - (skip_end - skip_first);
+    for (int q = blockIdx.x * THREADS + threadIdx.x; q < count; q += gridDim.x * THREADS) {
+        const int i = first + q < skip_first ? first + q : first + q + (skip_end - skip_first);
         int count_e = 0, count_i = 0;
         const int* column = sources + i;
         int j = 0;
@@ -143,13 +150,15 @@ __global__ void __launch_bounds__(THREADS) cortex_phase2_packed(
     const float* __restrict__ washout, const int n, const int L, const int pad, const int k, const int ev_idx,
     const int w, const int record, const double* __restrict__ partials, const int G, const float* __restrict__ v,
     const int probe, const double scale_e, const double scale_i, double* __restrict__ trace, const int slot,
-    double* __restrict__ last)
+    double* __restrict__ last, const int first, const int end, const int skip_first, const int skip_end)
 {
     static_assert(UNROLL >= 1 && 4 * UNROLL <= 31 && 4 * (UNROLL - 1) + 3 <= 31, "codes must not carry past 5 bits");
     if (record && blockIdx.x == 0) cortex_record<THREADS>(partials, G, v, probe, scale_e, scale_i, trace, slot, last);
     const int side = L + 2 * pad;
     const int full = k >> 2, tail = k & 3;           // words with four sources; sources in the last word
-    for (int i = blockIdx.x * THREADS + threadIdx.x; i < n; i += gridDim.x * THREADS) {
+    const int count = end - first - (skip_end - skip_first);
+    for (int q = blockIdx.x * THREADS + threadIdx.x; q < count; q += gridDim.x * THREADS) {
+        const int i = first + q < skip_first ? first + q : first + q + (skip_end - skip_first);
         const int x = i % L, y = i / L;
         const unsigned char* centre = halo + ((long long)(y + pad) * side + x + pad);
         const unsigned long long* column = packed + i;
