@@ -870,8 +870,8 @@ class FrameTotals:
             else:
                 self._rows.append(np.empty((n, 3), dtype=np.uint64))
         if self._cuda:
-            self._start, self._end = (self._origin.xp.cuda.Event() for _ in range(2))
-            with self._origin.use():
+            with self._origin.use():      # events belong to the device current when they are made
+                self._start, self._end = (self._origin.xp.cuda.Event() for _ in range(2))
                 self._start.record(self._origin.stream)
 
     def copy(self, first: int, count: int) -> None:
