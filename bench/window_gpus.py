@@ -48,12 +48,13 @@ def add_arguments(parser) -> None:
 
 class Frames:
     """One model drawn frame by frame into a field view (see the module docstring); ``device``: where the
-    model's work is queued (its own GPU; for a split model any)."""
+    model's work is queued (its own GPU; for a split model any). ``changed``: the first frame's highlight
+    (default ``model.changed()``; a split model's is better its flip words, not gathered to the host)."""
 
-    def __init__(self, view, model, device: int, sweeps: int, draw: bool = True):
+    def __init__(self, view, model, device: int, sweeps: int, draw: bool = True, changed=None):
         self.view, self.model, self.device, self.sweeps, self.draw = view, model, device, sweeps, draw
         self.pending = None
-        self.changed = model.changed()
+        self.changed = model.changed() if changed is None else changed
 
     def frame(self) -> None:
         from vispy.gloo import gl
@@ -206,8 +207,10 @@ def split_case(args, view, L: int) -> dict:
     sweeps = max(1, round(probe * SPLIT_WORK_SHARE / SPLIT_FRAME_RATE))
     print(f"split: {model.L}^2 on 2 GPUs, headless sweeps at best about {probe:,.0f} sweeps/s: {sweeps} sweeps "
           f"per frame", flush=True)
-    modes = {"best": lambda: HeadlessSweeps(model, sweeps), "headless": lambda: Frames(view, model, 0, sweeps, False),
-             "window": lambda: Frames(view, model, 0, sweeps, True)}
+    flips = model._split.device_flips
+    modes = {"best": lambda: HeadlessSweeps(model, sweeps),
+             "headless": lambda: Frames(view, model, 0, sweeps, False, flips()),
+             "window": lambda: Frames(view, model, 0, sweeps, True, flips())}
     rates = {key: [] for key in modes}
     uploads = interop.interop_for(view.viewbox.canvas).uploads
     for _ in range(args.repeats):       # the modes alternate, so that drift in the machine touches them alike
