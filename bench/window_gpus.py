@@ -11,12 +11,12 @@ frame are taken at the next one, so at most two frames are in flight, as in the 
   calls without drawing on that GPU; at the sweeps per frame that make a 60 frames/s frame of headless work,
   and at one sweep per frame (how fast the view alone can go).
 - ``split``: a square L^2 lattice split over both GPUs (default 16384^2: L/2 x L on each; ``--L-split``
-  takes several sides), each GPU encoding its slab reduced to the view's size and the GL's GPU gathering the
-  slabs, against the slab engine's headless sweeps at their best (plain sweeps replayed from multi-GPU
-  graphs, nothing measured: what ``bench multigpu`` times) and, in the details, against the headless
-  ``advance(n)`` of the split run (the same frames without drawing). The sweeps per frame make a frame of
-  headless work take SPLIT_WORK_SHARE of a 1 / SPLIT_FRAME_RATE s frame, the rest left to the picture and
-  the drawing.
+  takes several sides; 46336^2, the largest a model allows, puts about 32768^2 sites on each GPU), each GPU
+  encoding its slab reduced to the view's size and the GL's GPU gathering the slabs, against the slab engine's
+  headless sweeps at their best (plain sweeps replayed from multi-GPU graphs, nothing measured: what
+  ``bench multigpu`` times) and, in the details, against the headless ``advance(n)`` of the split run (the
+  same frames without drawing). The sweeps per frame make a frame of headless work take SPLIT_WORK_SHARE of a
+  1 / SPLIT_FRAME_RATE s frame, the rest left to the picture and the drawing.
 
 Writes bench/results/window-gpus-<gpu>.json (format: docs/benchmarks.md) and prints a table.
 """
@@ -259,6 +259,12 @@ def main(args) -> int:
         split_sides = []
     if not split_sides or any(side <= 0 or side % 64 for side in split_sides):
         raise ParameterError("L-split", f"must be positive multiples of 64, comma-separated; got {args.L_split!r}")
+    from latticelab.sim.models.ising.model import IsingModel
+    for side in split_sides:          # refused before anything runs, not after the first cases
+        try:
+            IsingModel.Params.create(gpu=True, dim=2, L=side, T=2.269, p=0.0, algorithm="metropolis")
+        except ParameterError as exc:
+            raise ParameterError("L-split", str(exc)) from None
     try:
         names = select_cases(args.cases, CASES)
     except ValueError as exc:
