@@ -171,6 +171,33 @@ def test_a_split_model_steps_measures_and_resumes_as_on_one_device(emulated_mode
     assert two.observables() == one.observables()
 
 
+def test_a_split_frame_runs_its_sweeps_back_to_back_with_the_one_device_values(emulated_models, monkeypatch):
+    """A plain 2D lattice (deep halos): a frame's 10 sweeps (two 8-half-sweep periods, then 2 plane by plane) run
+    at once on every slab, each sweep measured into its own slot by the owned planes' launch, the halo planes
+    updated apart -- the per-step observables, the flips' union and the end state of one device, also with the
+    totals left pending (``wait=False``); never sweep by sweep."""
+    from latticelab.sim.models.ising.split import SplitRun
+    IsingModel = emulated_models
+    values = dict(dim=2, L=64, p=0.0, T=2.269, algorithm="metropolis", seed=9)
+    one = IsingModel(**values)
+    split = [IsingModel(**values, devices=devices) for devices in ((0, 1), (0, 1, 2, 3))]
+    assert all(model._split.engine.depth == 8 for model in split)
+
+    def per_sweep(*args, **kwargs):
+        raise AssertionError("a plain split frame was measured sweep by sweep")
+    monkeypatch.setattr(SplitRun, "measured_sweep", per_sweep)
+    for n, wait in ((10, True), (3, False)):
+        expected = one.advance(n)
+        for model in split:
+            batch = model.advance(n, wait=wait)
+            observables = batch.observables if wait else batch.observables.result()
+            for name, values_one in expected.observables.items():
+                np.testing.assert_array_equal(observables[name], values_one, err_msg=f"{name} {model.devices}")
+            np.testing.assert_array_equal(batch.changed, to_numpy(expected.changed))
+            np.testing.assert_array_equal(model.spins, to_numpy(one.spins))
+            np.testing.assert_array_equal(batch.times, expected.times)
+
+
 def test_a_split_model_refuses_cluster_updates(emulated_models):
     IsingModel = emulated_models
     with pytest.raises(ParameterError, match="devices: .*Metropolis only.*Wolff and Swendsen-Wang stay on one"):
@@ -257,7 +284,7 @@ def test_slabs_on_two_gpus_end_in_the_one_gpu_state(dim, L, p, exchanger):
 def test_a_model_split_over_two_gpus_follows_the_one_gpu_trajectory():
     _gpus(2)
     from latticelab.sim.models.ising.model import IsingModel
-    for dim, L, p in ((2, 256, 0.01), (3, 64, 0.01)):
+    for dim, L, p in ((2, 256, 0.01), (3, 64, 0.01), (2, 512, 0.0)):
         values = dict(dim=dim, L=L, p=p, T=2.5 * dim - 1, algorithm="metropolis", seed=4, backend="cuda")
         one, two = IsingModel(**values), IsingModel(**values, devices="0,1")
         for model in (one, two):
@@ -266,10 +293,18 @@ def test_a_model_split_over_two_gpus_follows_the_one_gpu_trajectory():
         np.testing.assert_array_equal(two.spins, to_numpy(one.spins))
         np.testing.assert_array_equal(two.flipped, to_numpy(one.flipped))
         assert two.observables() == one.observables()
-        a, b = one.advance(5), two.advance(5)
-        for name in a.observables:
-            np.testing.assert_array_equal(b.observables[name], a.observables[name], err_msg=name)
-        np.testing.assert_array_equal(b.changed, to_numpy(a.changed))
+        # p = 0: frames replayed from measured multi-GPU graphs (64 + 4 sweeps in periods, 2 plane by plane),
+        # their totals pending without wait; rewired: measured sweep by sweep, the totals at hand
+        for n, wait in ((5, True), (70, True), (70, False)):
+            a, b = one.advance(n), two.advance(n, wait=wait)
+            pending = not isinstance(b.observables, dict)
+            assert pending == (not wait and p == 0), (L, p, n, wait)
+            observables = b.observables.result() if pending else b.observables
+            for name in a.observables:
+                np.testing.assert_array_equal(observables[name], a.observables[name], err_msg=f"{name} {L} {n}")
+            np.testing.assert_array_equal(b.changed, to_numpy(a.changed))
+        assert two._split.engine._capture, "the split frames were not replayed from graphs"
+        np.testing.assert_array_equal(two.spins, to_numpy(one.spins))
 
 
 def test_the_window_runner_splits_the_models_that_split_and_runs_the_others_on_one_device(monkeypatch):

@@ -47,10 +47,12 @@ def _assert_pictures_agree(one, split, batch_one, batch_split, steps=(1, 2, 4, 8
             np.testing.assert_array_equal(b.slabs.codes(step), codes[::step, ::step], err_msg=f"step {step}")
 
 
-@pytest.mark.parametrize("dim, L, p, devices", [(2, 128, 0.05, (0, 1, 2)), (3, 64, 0.01, (0, 1))])
+@pytest.mark.parametrize("dim, L, p, devices", [(2, 128, 0.05, (0, 1, 2)), (3, 64, 0.01, (0, 1)),
+                                                 (2, 128, 0.0, (0, 1, 2))])
 def test_split_pictures_are_the_one_device_picture(emulated_models, dim, L, p, devices):
     """Spins, the highlight of a frame's flips (kept in the slabs' flip words), of a single step's (a host
-    mask), and the rewired sites; slabs of unequal sizes (128 rows over 3 parts) and reductions by 2 to 8."""
+    mask), and the rewired sites; slabs of unequal sizes (128 rows over 3 parts) and reductions by 2 to 8; at
+    p = 0 the frame's sweeps run at once on slabs with deep halos (SlabMetropolis.frame_sweeps)."""
     IsingModel = emulated_models
     values = dict(dim=dim, L=L, p=p, T=2.3 if dim == 2 else 4.5, algorithm="metropolis", seed=5)
     one, split = IsingModel(**values), IsingModel(**values, devices=devices)
@@ -121,9 +123,14 @@ def test_split_pictures_on_two_gpus_are_gathered_on_either():
     if xp.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("needs two GPUs")
     from latticelab.sim.models.ising.model import IsingModel
-    values = dict(dim=2, L=1024, p=0.01, T=2.3, algorithm="metropolis", seed=5, backend="cuda")
-    one, split = IsingModel(**values), IsingModel(**values, devices="0,1")
-    a, b = one.advance(4), split.advance(4)
+    for p in (0.01, 0.0):      # sweep by sweep; a frame's sweeps replayed at once (frame_sweeps)
+        values = dict(dim=2, L=1024, p=p, T=2.3, algorithm="metropolis", seed=5, backend="cuda")
+        one, split = IsingModel(**values), IsingModel(**values, devices="0,1")
+        a, b = one.advance(4), split.advance(4)
+        _assert_gathered_on_either(one, split, a, b)
+
+
+def _assert_gathered_on_either(one, split, a, b):
     for marks in (False, True):
         codes = to_numpy(one.picture(a.changed, marks).codes())
         slabs = split.picture(b.changed, marks).slabs

@@ -305,7 +305,7 @@ class IsingModel(Model):
         n = int(n)
         engine, T = self._engine, self._params.T
         if self._split is not None:
-            return self._advance_split(n)
+            return self._advance_split(n, wait)
         if getattr(engine, "measure_into", None) is None:
             return super().advance(n)
         xp = self.xp
@@ -332,19 +332,26 @@ class IsingModel(Model):
             return StepBatch(n, times, _observables_of_totals(totals, self.n_sites), union)
         return StepBatch(n, times, _PendingIsingObservables(totals, self.n_sites), union)
 
-    def _advance_split(self, n: int) -> StepBatch:
+    def _advance_split(self, n: int, wait: bool) -> StepBatch:
         """A frame of a split run: each sweep's bond sum, spin sum and flips reduced by the kernels on every
-        device and summed in device order; the flips' union kept on the devices until shown."""
-        self._split.clear_flips()
-        totals = np.empty((n, 3), dtype=np.int64)
-        for i in range(n):
-            bonds, spin_sum, flips = self._split.measured_sweep(self._params.T, self._rng)
-            totals[i] = (bonds, spin_sum, flips)
+        device and summed in device order; the flips' union kept on the devices until shown. The sweeps run back
+        to back, their totals copied once (SplitRun.frame; with ``wait=False`` still on their way); a lattice with
+        rewired edges, or split over processes, is measured sweep by sweep."""
+        pending = self._split.frame(self._params.T, self._rng, n)
+        if pending is None:
+            self._split.clear_flips()
+            totals = np.empty((n, 3), dtype=np.int64)
+            for i in range(n):
+                totals[i] = self._split.measured_sweep(self._params.T, self._rng)
+        elif wait:
+            totals = pending.result()
         self._flipped_count = None
         first = self._step_count
         self._step_count += n
         times = np.arange(first + 1, first + n + 1, dtype=np.float64)
-        return StepBatch(n, times, _observables_of_totals(totals, self.n_sites), self._split.device_flips())
+        observables = (_observables_of_totals(totals, self.n_sites) if pending is None or wait
+                       else _PendingIsingObservables(pending, self.n_sites))
+        return StepBatch(n, times, observables, self._split.device_flips())
 
     def _measure(self) -> tuple[float, int]:
         return self._split.measure() if self._split is not None else self._engine.measure(self.spins)

@@ -56,6 +56,12 @@ class SplitRun:
         self.engine.load(spins)
         self._spins = spins
 
+    def load_random(self, seed: int) -> None:
+        """Independent random spins drawn on the devices (SlabMetropolis.load_random; not the model's keyed hot
+        start): for benchmarks of lattices too large to draw on the host quickly."""
+        self.engine.load_random(seed)
+        self._spins = None
+
     def set_flips(self, flips) -> None:
         self._flips = np.asarray(flips, dtype=bool)
         self._device_flips = DeviceFlips(self)    # the devices' flip words no longer are the flips
@@ -125,6 +131,18 @@ class SplitRun:
                       for i, (part, slab) in enumerate(zip(self.parts, engine.layout.slabs)))
         shape = (engine.total,) + (engine.L,) * (engine.dim - 1)
         return SlabbedPicture(shape, slabs)
+
+    def frame(self, T: float, rng, n: int):
+        """n sweeps for a frame, back to back on the devices (gpu/slabs.py frame_sweeps): their per-sweep totals
+        on the way to the host (FrameTotals), the flips' union left on the devices; None where the engine
+        measures sweep by sweep (``measured_sweep``: rewired edges, or parts in other processes)."""
+        if not self.engine.measures_frames:
+            return None
+        seed, first = rng.next_keys(n)
+        totals = self.engine.frame_sweeps(T, seed, first, n)
+        self._spins = None
+        self._new_flips()
+        return totals
 
     def measured_sweep(self, T: float, rng, mask: str | None = "union") -> tuple[float, int, int]:
         """One sweep whose (bond sum, spin sum, flips) the kernels reduce as they go (a frame's per-step values)."""

@@ -17,6 +17,10 @@ neighbours, each owner gathers their bits into a small buffer and moves it into 
 With many modified sites (CudaEngine's N/1000 rule) each part decides its own before each colour's passes
 (multispin_decide_modified, global colour indices, the part's own decision bits), as CudaEngine does.
 
+A frame of the window (``frame_sweeps``) runs its sweeps back to back in the same way, replayed from captured
+graphs on CUDA, each sweep reducing its bonds, spin sum and flips into a slot of each part's totals in its own
+launches (as CudaEngine.metropolis_frame on one device); the totals reach the host in one copy per part.
+
 The CPU runs the same decomposition in one process: the kernels under the CUDA emulator (sim/gpu/emulate.py) on
 NumPy slabs, moved by LocalExchanger (tests/test_multidevice_ising.py).
 """
@@ -28,9 +32,10 @@ import numpy as np
 
 from latticelab.sim.gpu.kernels import get_kernel
 from latticelab.sim.models.ising.gpu import KERNEL_DIR
-from latticelab.sim.models.ising.gpu.engine import (BLOCK_THREADS, INLINE_MODIFIED_BELOW, MS_MEASURE,
-                                                    MS_UNION_FLIPS, MS_WRITE_FLIPS, PARAMS_WORDS,
-                                                    metropolis_thresholds, params_head, whole_warp_rows)
+from latticelab.sim.models.ising.gpu.engine import (BLOCK_THREADS, INLINE_MODIFIED_BELOW, MAX_FRAME_SWEEPS,
+                                                    MS_MEASURE, MS_SLOT_SHIFT, MS_UNION_FLIPS, MS_WRITE_FLIPS,
+                                                    PARAMS_WORDS, metropolis_thresholds, params_head,
+                                                    whole_warp_rows)
 from latticelab.sim.models.ising.graph_arrays import merged_adjacency
 from latticelab.sim.models.ising.lattice import RewiredLattice, lattice_edge_ends
 from latticelab.sim.multidevice.exchange import Exchanger, Move, Part, local_indices
@@ -40,6 +45,7 @@ DEEP_HALO = 8                # halo depth of a 2D lattice without rewired sites 
 LARGEST_GRAPH = 64          # sweeps in the largest captured multi-device graph
 CHUNK_SITES = 1 << 22        # sites packed, unpacked or measured per array operation (bounds the temporaries)
 _MASK32 = 0xFFFFFFFF
+FRAME_FLAGS = MS_WRITE_FLIPS | MS_UNION_FLIPS | MS_MEASURE    # a frame's sweep: flips ORed, totals in its slot
 
 
 @dataclass
@@ -226,7 +232,8 @@ class SlabMetropolis:
             with part.use():
                 pxp = part.xp
                 arrays = {name: _to_device(pxp, a) for name, a in host.items()}
-                arrays["totals"] = pxp.zeros(3, dtype=pxp.uint64)
+                # per measured sweep of a frame (lattice bonds, spin sum, flips): slot i for its sweep i
+                arrays["totals"] = pxp.zeros((MAX_FRAME_SWEEPS, 3), dtype=pxp.uint64)
                 arrays["remote"] = pxp.zeros(max(1, sum(r.size for r in remote)), dtype=pxp.uint32)
                 # the slab's decisions, a bit per CSR row, and a word to spare (as CudaEngine's "decided")
                 arrays["decided"] = pxp.zeros(sum(colour_rows) // 32 + 2, dtype=pxp.uint32)
@@ -322,6 +329,11 @@ class SlabMetropolis:
         # current, the halos shrinking by one plane a half-sweep down to the owned ones at t = depth - 1
         ranges.update({f"deep{t}": (t + 1, slab.extent - t - 1) for t in range(h - 1)})
         ranges[f"deep{h - 1}"] = (first, end)
+        if h > 1:
+            # a measured period (frame_sweeps) updates the owned planes with the measuring launch and the halo
+            # planes of deep{t} apart, unmeasured: each site is counted once, by its owner
+            ranges.update({f"deep{t}-below": (t + 1, first) for t in range(h - 1)})
+            ranges.update({f"deep{t}-above": (end, slab.extent - t - 1) for t in range(h - 1)})
         W = self.L // 64
         for name, (first, end) in ranges.items():
             count = end - first
@@ -551,9 +563,9 @@ class SlabMetropolis:
         """n sweeps, sweep i keyed by (seed, first_stream + i): the same as CudaEngine.metropolis_sweeps with
         rng.next_keys(n). ``mask``: "last" -- the last sweep writes its flips (``flip_mask``); "union" -- every
         sweep ORs its flips into the flip words (after ``clear_flips``: the union of a frame's); None: neither.
-        ``measure``: the kernels add each part's lattice bonds, spin sum and flips of these sweeps to its totals
-        (``measured_totals``; one sweep at a time for per-sweep values). Plain sweeps on CUDA run from captured
-        graphs (``_replay``); the others launch directly."""
+        ``measure``: the kernels reduce each part's lattice bonds, spin sum and flips of sweep i into its totals'
+        slot i (``measured_totals``: those of one measured sweep). Plain sweeps on CUDA run from captured graphs
+        (``_replay``); the others launch directly (a frame's measured sweeps: ``frame_sweeps``)."""
         n = int(n)
         if mask == "last" and n > 1:
             self.sweeps(T, seed, first_stream, n - 1)
@@ -567,23 +579,63 @@ class SlabMetropolis:
                 self.exchanger.transfer(self._deep_moves, overlap=False)
                 self._launch_periods(seed, first_stream, periods)
                 first_stream, n = first_stream + periods, n - periods
+        if measure:
+            self._zero_totals()
         if n:
             self._launch_sweeps(T, seed, first_stream, n, mask, measure)
 
+    @property
+    def measures_frames(self) -> bool:
+        """Whether ``frame_sweeps`` applies: every part in this process and no rewired edges (their bond
+        correction pairs spins of different parts after each sweep: ``measured_totals``)."""
+        return self._ends is None and len(self.here) == len(self.states)
+
+    def frame_sweeps(self, T: float, seed: int, first_stream: int, n: int) -> "FrameTotals":
+        """n sweeps for one frame of the window, back to back on every part (as CudaEngine.metropolis_frame on
+        one device): sweep i keyed by (seed, first_stream + i), its lattice bonds, spin sum and flips reduced by
+        its own launches into slot i of each part's totals, every sweep ORing its flips into the flip words (the
+        frame's union). Nothing waits for the host: on CUDA the sweeps replay captured graphs and each part's
+        totals follow them to pinned host memory (FrameTotals, read once when the frame is shown). Needs
+        ``measures_frames``."""
+        if not self.measures_frames:
+            raise ValueError("frame_sweeps needs every part in this process and a lattice without rewired edges")
+        n = int(n)
+        self._set_temperature(T)
+        self.clear_flips()
+        totals = FrameTotals(self, n)
+        done = 0
+        while done < n:
+            chunk = min(MAX_FRAME_SWEEPS, n - done)
+            self._zero_totals()
+            first = first_stream + done
+            if not (self._capture and self._replay(seed, first, chunk, measured=True)):
+                periods = chunk - chunk % max(1, self.depth // 2) if self.depth > 1 else 0
+                if periods:
+                    self.exchanger.transfer(self._deep_moves, overlap=False)
+                    self._launch_periods(seed, first, periods, measured=True)
+                if chunk > periods:
+                    self._launch_sweeps(T, seed, first + periods, chunk - periods, "union", True, periods)
+            totals.copy(done, chunk)
+            done += chunk
+        totals.finish()
+        return totals
+
+    def _zero_totals(self) -> None:
+        for state in self.here:
+            with state.part.use():
+                state.arrays["totals"].fill(0)
+
     def _launch_sweeps(self, T: float, seed: int, first_stream: int, n: int, mask: str | None = None,
-                       measure: bool = False) -> None:
-        """The launches and moves of n sweeps, sweep i with stream argument first_stream + i (added to the
-        parameter blocks' stream base: 0 outside a replay)."""
+                       measure: bool = False, first_slot: int = 0) -> None:
+        """The launches and moves of n sweeps, sweep i with stream argument first_stream + i and, with
+        ``measure``, totals slot first_slot + i (added to the parameter blocks' stream and slot bases: 0 outside a
+        replay)."""
         self._set_temperature(T)
         seed64 = np.uint64(seed)
-        if measure:
-            for state in self.here:
-                with state.part.use():
-                    state.arrays["totals"].fill(0)
         for i in range(int(n)):
             stream = np.uint64(first_stream + i)
             mask_flag = {"last": MS_WRITE_FLIPS if i == n - 1 else 0, "union": MS_WRITE_FLIPS | MS_UNION_FLIPS,
-                         None: 0}[mask] | (MS_MEASURE if measure else 0)
+                         None: 0}[mask] | (MS_MEASURE | (first_slot + i) << MS_SLOT_SHIFT if measure else 0)
             for colour in (0, 1):
                 flags = colour | mask_flag
                 if self.overlap:
@@ -635,16 +687,17 @@ class SlabMetropolis:
                 k >>= 1
         return sizes
 
-    def _replay(self, seed: int, first_stream: int, n: int) -> bool:
-        """Run n plain sweeps from captured graphs; False (nothing run) when capture failed: then never again."""
+    def _replay(self, seed: int, first_stream: int, n: int, measured: bool = False) -> bool:
+        """Run n plain sweeps (``measured``: a frame's, see frame_sweeps; totals slots from 0) from captured
+        graphs; False (nothing run) when capture failed: then never again."""
         sizes = self._sizes(n)
         for k in set(sizes):
-            if (k, seed) not in self._graphs:
-                graph = self._captured(k, seed)
+            if (k, seed, measured) not in self._graphs:
+                graph = self._captured(k, seed, measured)
                 if graph is None:
                     self._capture = False
                     return False
-                self._graphs[(k, seed)] = graph
+                self._graphs[(k, seed, measured)] = graph
         origin = self.states[0].part
         self._set_bases(first_stream)
         if self.depth > 1:
@@ -653,7 +706,7 @@ class SlabMetropolis:
         self._join(origin)
         with origin.xp.cuda.Device(origin.device):
             for k in sizes:
-                self._graphs[(k, seed)].launch(origin.stream)
+                self._graphs[(k, seed, measured)].launch(origin.stream)
         self._fork(origin)
         self._set_bases(0)
         return True
@@ -678,24 +731,35 @@ class SlabMetropolis:
                     if stream is not origin.stream:
                         stream.wait_event(event)
 
-    def _launch_periods(self, seed: int, first_stream: int, k: int) -> None:
+    def _launch_periods(self, seed: int, first_stream: int, k: int, measured: bool = False,
+                        first_slot: int = 0) -> None:
         """k sweeps (stream arguments first_stream .. + k-1) in periods of ``depth`` half-sweeps: each part updates
         its owned planes and as much of its halos as is still current, exactly as their owners do (the numbers are keyed
         by global site and sweep), and only at a period's end are all halo planes moved. One exchange every
-        ``depth`` half-sweeps instead of every one: the GPUs wait for each other that much less often."""
+        ``depth`` half-sweeps instead of every one: the GPUs wait for each other that much less often.
+        ``measured``: a frame's sweeps (frame_sweeps), sweep i measured into slot first_slot + i by the owned
+        planes' launch, the halo planes updated apart."""
         seed64 = np.uint64(seed)
         for i in range(k):
+            stream = np.uint64(first_stream + i)
             for colour in (0, 1):
                 t = (2 * i + colour) % self.depth
                 for state in self.here:
                     with state.part.use():
-                        self._launch(state, f"deep{t}", colour, seed64, np.uint64(first_stream + i))
+                        if measured:
+                            flags = colour | FRAME_FLAGS | (first_slot + i) << MS_SLOT_SHIFT
+                            self._launch(state, "owned", flags, seed64, stream)
+                            self._launch(state, f"deep{t}-below", colour, seed64, stream)
+                            self._launch(state, f"deep{t}-above", colour, seed64, stream)
+                        else:
+                            self._launch(state, f"deep{t}", colour, seed64, stream)
                 if t == self.depth - 1:
                     self.exchanger.transfer(self._deep_moves, overlap=False)
 
-    def _captured(self, k: int, seed: int):
-        """A CUDA graph of k sweeps (stream arguments 0 .. k-1) and the stream bases' advance by k, or None when
-        the driver refuses the capture (the direct launches give the same result, only with more host work)."""
+    def _captured(self, k: int, seed: int, measured: bool = False):
+        """A CUDA graph of k sweeps (stream arguments 0 .. k-1; ``measured``: a frame's, totals slots 0 .. k-1)
+        and the stream and slot bases' advance by k, or None when the driver refuses the capture (the direct
+        launches give the same result, only with more host work)."""
         origin = self.states[0].part
         self.synchronize()
         self.exchanger.forget_pending()
@@ -705,7 +769,9 @@ class SlabMetropolis:
             try:
                 self._fork(origin)
                 if self.depth > 1 and 2 * k % self.depth == 0:
-                    self._launch_periods(seed, 0, k)
+                    self._launch_periods(seed, 0, k, measured)
+                elif measured:
+                    self._launch_sweeps(self._T, seed, 0, k, "union", measure=True)
                 else:
                     self._launch_sweeps(self._T, seed, 0, k)
                 for state, params in self._blocks():
@@ -753,12 +819,12 @@ class SlabMetropolis:
         return float(total_bonds), int(self.exchanger.sum_in_order(spin_sum))
 
     def measured_totals(self) -> tuple[float, int, int]:
-        """(bond sum, spin sum, flips) of the sweeps run with ``measure``: the parts' totals summed in part order,
-        plus the rewired edges' correction of the bond sum for the current spins (exact after one sweep)."""
+        """(bond sum, spin sum, flips) of the one sweep run with ``measure``: the parts' totals summed in part
+        order, plus the rewired edges' correction of the bond sum for the current spins."""
         rows = []
         for state in self.here:
             with state.part.use():
-                totals = state.arrays["totals"]
+                totals = state.arrays["totals"][0]
                 rows.append((totals.get() if hasattr(totals, "get") else totals.copy()).view(np.int64))
         lattice, spins, flips = (self.exchanger.sum_in_order([int(r[k]) for r in rows]) for k in range(3))
         return float(lattice + self._rewired_correction()), int(spins), int(flips)
@@ -781,6 +847,69 @@ class SlabMetropolis:
         values[self._ends_order] = by_owner
         ends = values.reshape(4, -1)
         return int((ends[2] * ends[3]).sum() - (ends[0] * ends[1]).sum())
+
+
+class FrameTotals:
+    """A frame's per-sweep totals (frame_sweeps) on their way to the host: on CUDA each part's rows copied into
+    pinned memory behind its sweeps (cudaMemcpyAsync on its update stream), with events around the frame on the
+    first part's stream for its device time; under the CPU emulator copied at once. ``result()``: the (n, 3)
+    int64 rows (bond sum, spin sum, flips), the parts' added in part order. The PendingTotals interface of
+    gpu/engine.py, so the model wraps either alike."""
+
+    def __init__(self, engine: SlabMetropolis, n: int):
+        self._engine = engine
+        self._origin = engine.here[0].part
+        self._cuda = self._origin.cuda
+        self._rows = []
+        self._start = self._end = None
+        for state in engine.here:
+            if self._cuda:
+                import cupyx
+                with state.part.use():
+                    self._rows.append(cupyx.empty_pinned((n, 3), dtype=np.uint64))
+            else:
+                self._rows.append(np.empty((n, 3), dtype=np.uint64))
+        if self._cuda:
+            with self._origin.use():      # events belong to the device current when they are made
+                self._start, self._end = (self._origin.xp.cuda.Event() for _ in range(2))
+                self._start.record(self._origin.stream)
+
+    def copy(self, first: int, count: int) -> None:
+        """Each part's slots 0 .. count - 1 into rows first .. first + count - 1, behind the work queued."""
+        for state, rows in zip(self._engine.here, self._rows):
+            totals = state.arrays["totals"][:count]
+            if not self._cuda:
+                rows[first:first + count] = totals
+                continue
+            with state.part.use():
+                runtime = state.part.xp.cuda.runtime
+                runtime.memcpyAsync(rows[first:].ctypes.data, totals.data.ptr, totals.nbytes,
+                                    runtime.memcpyDeviceToHost, state.part.stream.ptr)
+
+    def finish(self) -> None:
+        """The end event, on the first part's stream once every part's copies are done."""
+        if self._cuda:
+            self._engine._join(self._origin)
+            with self._origin.use():
+                self._end.record(self._origin.stream)
+
+    def ready(self) -> bool:
+        return not self._cuda or self._end.done
+
+    def result(self) -> np.ndarray:
+        if self._cuda:
+            self._end.synchronize()
+        total = None
+        for rows in self._rows:            # integers: exact in any order; part order as sum_in_order
+            rows = rows.view(np.int64)
+            total = rows.copy() if total is None else total + rows
+        return total
+
+    def device_seconds(self) -> float | None:
+        if not self._cuda:
+            return None
+        self._end.synchronize()
+        return self._origin.xp.cuda.get_elapsed_time(self._start, self._end) / 1000.0
 
 
 def device_bytes_per_part(dim: int, L: int, parts: int, rewired_entries: float = 0.0) -> int:
