@@ -157,6 +157,12 @@ def run_gui(args) -> int:
                 status["code"] = 1
             else:
                 print(f"latticelab: {result.describe()}")
+        if args.screenshot and args.screenshot_what == "window":
+            when_window_drawn(window, take_screenshot)
+        else:
+            take_screenshot()
+
+    def take_screenshot():
         if args.screenshot:
             written = window.export_screenshot(args.screenshot, args.screenshot_what, confirm=False)
             if written is None:
@@ -178,6 +184,27 @@ def run_gui(args) -> int:
         log.info("window open; Ctrl+C (SIGINT) or SIGTERM closes it")
         code = qt_app.exec()
     return status["code"] or code
+
+
+def when_window_drawn(window, then, timeout_s: float = 60.0) -> None:
+    """Call ``then`` once the whole window shows the last step: the live plots refreshed with it and drawn whole
+    (paused, they are drawn a piece per pass of the event loop) and no model change settling. The event loop
+    runs meanwhile; after ``timeout_s`` ``then`` is called all the same. A scripted screenshot of the window
+    taken right after a fast run would otherwise show plots not yet drawn."""
+    import time
+
+    from PySide6 import QtCore
+    window.frames.update_plots(force=True)
+    deadline = time.monotonic() + timeout_s
+
+    def check():
+        pending = (window.plot_canvas.stale and window.frames.plots_on_screen()) or window.settling()
+        if pending and time.monotonic() < deadline:
+            QtCore.QTimer.singleShot(20, check)
+        else:
+            then()
+
+    QtCore.QTimer.singleShot(0, check)
 
 
 @contextlib.contextmanager

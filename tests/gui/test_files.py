@@ -219,5 +219,13 @@ def test_scripted_screenshot_from_the_command_line(tmp_path):
     assert (tmp_path / "out.png").read_bytes() == original        # not overwritten
     assert "out-1.png" in second.stdout
     np.testing.assert_array_equal(_png(tmp_path / "out-1.png"), image)   # same command line, same figure
+    # the whole window right after one step: the live plots show it (they were still blank at the screenshot)
+    whole = _run_cli(["gui", "--L", "8", "--backend", "numpy", "--steps", "1", "--screenshot", "window.png",
+                      "--screenshot-what", "window", "--window-size", "1400x860", "--quit"], tmp_path)
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    window = _png(tmp_path / "window.png")[..., :3]
+    height, width = window.shape[:2]
+    plots = window[int(0.12 * height):int(0.9 * height), int(0.68 * width):]      # the Live plots dock
+    assert len(np.unique(plots.reshape(-1, 3), axis=0)) > 50                     # curves, axes and text
     bad = _run_cli(["gui", "--L", "7", "--quit", "--backend", "numpy"], tmp_path)
     assert bad.returncode == 2 and "L:" in bad.stderr and "Traceback" not in bad.stderr
