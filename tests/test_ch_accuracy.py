@@ -143,10 +143,11 @@ def test_small_pfhub_benchmark_writes_its_result(tmp_path, capsys):
     assert set(d["ratio_at_target"]) <= set(methods) - {"finite-difference"}
     assert "spectral-bdf2" in d["ratio_at_target"] and case["value"] == d["ratio_at_target"]["spectral-bdf2"]
     assert set(d["cost_at_target"]) == methods
-    # short runs are timed again from a fresh model; the run's cost is the shortest timing
+    # short runs are timed again from a fresh model (three times in all, unless a timing reached the limit of a
+    # short run: on a busy machine it may); the run's cost is the shortest timing
     for r in d["runs"]:
-        timings = r.get("wall_s_timings")
-        assert timings is not None and len(timings) == 3, r
+        timings = r.get("wall_s_timings", [r["wall_s"]])
+        assert len(timings) == 3 or max(timings) >= A.REPEAT_BELOW_S, r
         assert r["wall_s"] == min(timings)
 
 

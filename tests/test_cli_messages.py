@@ -120,7 +120,7 @@ def test_temporaries_of_a_killed_writer_do_not_accumulate(tmp_path):
     others = [tmp_path / ".out.csv.notours.part", tmp_path / ".other.csv.abcdefgh.part", tmp_path / "notes.part"]
     for path in others:
         path.write_text("someone else's")
-    old = time.time() - 3600
+    old = io._STARTED - 3600        # before this process began writing (it may have run for hours)
     for path in [left, *others]:
         os.utime(path, (old, old))
     live = io.AtomicFile(tmp_path / "out.csv", overwrite=True, binary=False)     # a writer that lives on
