@@ -11,7 +11,8 @@
   windows -- a window of one process taking the focus or the pointer from another's test (the hover-readout
   and activation tests failed that way in CI runs). LATTICELAB_SHARED_DISPLAY=1 keeps the shared display (the
   GPU machine's recipe configures its one Xvfb for NVIDIA's GLX).
-- After each test, once VisPy's app layer is loaded, garbage is collected: closed windows and canvases
+- After each test that made or closed a VisPy canvas or drove Qt (and before a test, when canvases were closed
+  since), garbage is collected: closed windows and canvases
   (Qt and VisPy objects in reference cycles) are freed then, and not by a later, random collection that
   could run their finalisers inside another test's Qt event dispatch -- a canvas being shown -- and crash
   the process (segfault in VisPy's Qt backend ``event``, seen with PySide6 6.11.3 and 6.12.0).
@@ -122,9 +123,44 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
+_canvas_events = [0]          # VisPy canvases made or closed in this process (counted once VisPy's app is loaded)
+_collected_at = [0]           # the count at the last collection
+
+
+def _count_canvas_events() -> None:
+    """Count every VisPy canvas made or closed from now on (a wrapper on Canvas.__init__ and Canvas.close)."""
+    from vispy.app import canvas as vispy_canvas
+    cls = vispy_canvas.Canvas
+    if getattr(cls, "_latticelab_counted", False):
+        return
+
+    def counted(method):
+        def wrapper(self, *args, **kwargs):
+            _canvas_events[0] += 1
+            return method(self, *args, **kwargs)
+        return wrapper
+
+    cls.__init__, cls.close = counted(cls.__init__), counted(cls.close)
+    cls._latticelab_counted = True
+
+
+def _collect_if_canvases_changed(always: bool) -> None:
+    if always or _canvas_events[0] != _collected_at[0]:
+        gc.collect()
+        _collected_at[0] = _canvas_events[0]
+
+
 @pytest.fixture(autouse=True)
-def _collect_closed_canvases():
-    # autouse and without dependencies: set up first, torn down last, after qtbot and the canvas fixtures
+def _collect_closed_canvases(request):
+    # autouse and without dependencies: set up first, torn down last, after qtbot and the canvas fixtures.
+    # A full collection costs about a second in a process holding Qt and VisPy: it runs only where canvases
+    # were made or closed since the last one (before the test: a module's windows closed after its last
+    # test), and after every test that drove Qt (qtbot), not after each of the many tests that never draw.
+    vispy_loaded = "vispy.app" in sys.modules
+    if vispy_loaded:
+        _count_canvas_events()
+        _collect_if_canvases_changed(always=False)
     yield
     if "vispy.app" in sys.modules:
-        gc.collect()
+        _collect_if_canvases_changed(always=not vispy_loaded or "qtbot" in request.fixturenames)
+        _count_canvas_events()
