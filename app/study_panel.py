@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 from PySide6 import QtCore, QtWidgets
 
@@ -72,7 +73,8 @@ class StudyPanel(CapabilityDock):
         self._generation = 0                      # bumped by each new study or table: older results are dropped
         self._version = 0                         # bumped by each change of what the plot shows
         self._followed = None                     # the model class the form was last filled from
-        self._start(REFRESH_MS, when_shown=self._draw_now)
+        self._fill_source = None                  # (name, params) the form is to be filled from when shown
+        self._start(REFRESH_MS, when_shown=self._when_shown)
         self.tick = QtCore.QTimer(self, interval=500)
         self.tick.timeout.connect(self._show_progress)
         self._set_state("idle")
@@ -168,8 +170,21 @@ class StudyPanel(CapabilityDock):
     def _set_available(self, model) -> None:
         self._show_for(self.applies_to(type(model)) or self.running)     # a running study stays in sight
         if type(model) is not self._followed and self.available and not self.running:
+            # the form starts from the running model's study; rebuilding it takes a good part of a frame, so a
+            # dock behind another tab does it when it is shown, not inside the model switch
             self._followed = type(model)
-            self.form.fill_from(model)           # the form starts from the running model's study
+            self._fill_source = SimpleNamespace(name=model.name, params=model.params)
+            if self.on_screen():
+                self._fill_form()
+
+    def _fill_form(self) -> None:
+        source, self._fill_source = self._fill_source, None
+        if source is not None and not self.running:
+            self.form.fill_from(source)
+
+    def _when_shown(self) -> None:
+        self._fill_form()
+        self._draw_now()
 
     def _plot_steps(self):
         canvas = make_canvas("study_canvas", (520, 340), (320, 220), cached=True)
@@ -236,6 +251,7 @@ class StudyPanel(CapabilityDock):
     # ---- starting ------------------------------------------------------------------------------------------------
     def start_from_form(self, output=None) -> bool:
         """Validate the form's study and run it; a problem is shown against its widget and nothing runs."""
+        self._fill_form()
         try:
             study = self.form.study()
         except StudyError as exc:
@@ -554,6 +570,7 @@ class StudyPanel(CapabilityDock):
     def save_study_dialog(self) -> None:
         if not self.interactive:
             return
+        self._fill_form()
         path, _ = ask_save_path(self, "Save study", self._folder(), f"study-{self.form.model_name()}.toml",
                                 "Study files (*.toml)")
         if path:
@@ -562,6 +579,7 @@ class StudyPanel(CapabilityDock):
     def save_study(self, path, overwrite: bool | None = None) -> Path | None:
         """Write the form as a study file (app/dialogs.py ``choose_output``): an existing file is replaced only
         if the user agrees; scripted, or with ``overwrite=False``, a free name beside it is taken."""
+        self._fill_form()
         try:
             text = self.form.text()
             parse_study(text, FORM_NAME)

@@ -102,11 +102,16 @@ def test_cortex_and_cahn_hilliard_studies_run_from_the_dock_and_it_hides_for_a_m
     assert all(float(r["rate_e"]) >= 0 and r["mean_eeg"] for r in rows) and {r["k"] for r in rows} == {"10"}
     assert_plotted(panel, qtbot, "rate_e", "lambda_tau_e", {"up": [1.0, 3.0], "down": [1.0]})
 
-    # the window switches to (a small) Cahn-Hilliard: the form follows, and its study runs the same way
+    # the window switches to (a small) Cahn-Hilliard: the form follows, and its study runs the same way. Behind
+    # another tab the dock rebuilds its form only when shown, not inside the switch (a frame's worth of work)
     remember(window, "cahn-hilliard", dim=2, L=32, integrator="spectral", dt=1.0)
+    window.plot_dock.raise_()
+    qtbot.waitUntil(lambda: not panel.on_screen(), timeout=10000)
     assert window.switch_model("cahn-hilliard")
-    qtbot.waitUntil(lambda: window.model.name == "cahn-hilliard" and form.model_name() == "cahn-hilliard",
-                    timeout=60000)
+    qtbot.waitUntil(lambda: window.model.name == "cahn-hilliard", timeout=60000)
+    assert panel.available and form.model_name() == "cortex"
+    panel.raise_()
+    qtbot.waitUntil(lambda: form.model_name() == "cahn-hilliard", timeout=10000)
     assert [r.name for r in form.sweep_rows] == ["phi0"] and form.steps_label.text() == "simulated time"
     type_into(form.others, 'dim = 2, L = 32, integrator = "spectral", dt = 1.0')
     type_into(form.sweep_row("phi0").values, "0.0, 0.2")
