@@ -194,11 +194,8 @@ class AnalysisDock(QtWidgets.QDockWidget):
         first show of the Graph dock drew its canvas in one 250 ms paint on llvmpipe (shaders compiled, glyphs
         rendered), and the Study dock's made its plot and drew it in 200 ms (3D L=128 paused, 2 cores). They stop
         when the dock is shown meanwhile: its own paints then do what is left."""
-        if self.fonts is not None:
-            for what in glyph_steps(self.fonts):
-                yield what
-                if self.on_screen():
-                    return
+        if (yield from self._glyph_steps()):
+            return
         for what in self._canvas_steps():
             yield what
         if self.canvas is None or self.on_screen():
@@ -209,6 +206,15 @@ class AnalysisDock(QtWidgets.QDockWidget):
                 if self.on_screen():
                     return
         self.prepared_ahead = True
+
+    def _glyph_steps(self):
+        """The glyphs the dock's text may show, a step each; returns True when the dock was shown meanwhile
+        (``shown = yield from self._glyph_steps()``)."""
+        for what in glyph_steps(self.fonts) if self.fonts is not None else ():
+            yield what
+            if self.on_screen():
+                return True
+        return False
 
     def _canvas_steps(self):
         """The steps making ``canvas`` and its plots, for a dock that makes them after ``_build``."""

@@ -29,7 +29,6 @@ from latticelab.app.dialogs import ask_save_path, choose_output
 from latticelab.app.study_form import FORM_NAME, StudyForm
 from latticelab.app.study_results import (Summary, check_table_rows, describe_result, is_binder_view,
                                           plot_choices, summarise)
-from latticelab.render.plots import glyph_steps
 from latticelab.render.study_plots import QUANTITIES, StudyPlot
 from latticelab.sim.io import OutputError, write_atomic
 from latticelab.sim.models import get_model, model_names
@@ -202,11 +201,8 @@ class StudyPanel(CapabilityDock):
     def ahead_steps(self):
         """The glyphs of its text, then its plot made, drawn once offscreen and sized, a piece per step, while the
         window is idle (app/main_window.py ``_stage_ahead``); stops when the dock is shown meanwhile."""
-        if self.fonts is not None:
-            for what in glyph_steps(self.fonts):
-                yield what
-                if self.on_screen():
-                    return
+        if (yield from self._glyph_steps()):
+            return
         for what in self._plot_pieces():
             yield what
             if self.on_screen():
