@@ -65,7 +65,9 @@ def assert_plotted(panel, qtbot, measure, x, xs: dict):
     choose(panel.quantity, panel.quantity.itemText(panel.quantity.findData(measure)))
     assert panel.x_param.currentData() == x
     plot = panel.plot
-    assert plot.quantity == measure and plot.x_axis.axis.axis_label == x
+    # the curves are made on the dock's analysis worker: they arrive when it is done, however busy the machine
+    qtbot.waitUntil(lambda: plot.quantity == measure and sorted(plot.curves) == sorted(xs), timeout=30000)
+    assert plot.x_axis.axis.axis_label == x
     assert sorted(plot.curves) == sorted(xs) and len(set(plot.colours.values())) == len(xs)
     qtbot.wait(100)
     image = panel.canvas.render(alpha=False)

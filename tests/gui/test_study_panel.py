@@ -121,7 +121,7 @@ def test_a_tiny_study_runs_from_the_panel_while_the_window_simulates_pauses_and_
 
     # the plot: U(T) with one series per L, each point drawn in its L's colour, a legend entry each
     plot = panel.plot
-    assert plot.quantity == "binder" and sorted(plot.curves) == [4, 6]
+    qtbot.waitUntil(lambda: plot.quantity == "binder" and sorted(plot.curves) == [4, 6], timeout=30000)
     assert set(plot.colours) == {4, 6} and plot.colours[4] != plot.colours[6]
     image = panel.canvas.render(alpha=False)
     where = {L: plot.data_to_canvas(np.column_stack([c[0], c[1]])) for L, c in plot.curves.items()}
