@@ -103,7 +103,8 @@ class RunPlan:
     movie's (sim/recording.py FrameRecorder, or None), its file ``record``; ``save_state``: the file of the model's
     state at the end (.npz, sim/state.py). ``writes`` False: this process computes the table, the model's outputs
     and the state (gathering a split model is collective) but keeps none of them (a process of a distributed run
-    other than the one that writes; it has no movie or field store)."""
+    other than the one that writes; it has no movie or field store). ``announce``: lines said once the run
+    can be interrupted cleanly (what runs: a signal after them ends the run with its message)."""
     equilibrate: int = 0
     steps: int | None = None
     until: float | None = None
@@ -116,6 +117,7 @@ class RunPlan:
     record: str | None = None
     save_state: str | None = None
     writes: bool = True
+    announce: tuple[str, ...] = ()
 
 
 @dataclass
@@ -153,6 +155,8 @@ def run_headless(model, hooks, plan: RunPlan, say: Callable[[str], object]) -> R
             writer = csv.DictWriter(table.file, fieldnames=[time_column, *names])
             writer.writeheader()
         with interruptible() as signals:
+            for line in plan.announce:
+                say(line)
             if plan.equilibrate:
                 bar = progress(plan.equilibrate, "equilibrating", "steps", sys.stderr, leave=False)
             for done in range(1, plan.equilibrate + 1):

@@ -300,3 +300,20 @@ def test_memory_check_respects_the_address_space_limit(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "L:" in proc.stderr and "GiB" in proc.stderr
+
+
+def test_the_run_announces_itself_only_once_a_signal_ends_it_cleanly(monkeypatch, capsys):
+    """A SIGTERM right after the run's first line (what a script waits for before it signals) killed the process
+    without its message when that line came before the signal handlers: it is said inside them now."""
+    from latticelab.app.commands import run as run_command
+    from latticelab.app.commands.main import main
+    handlers = {}
+
+    def spy(text):
+        handlers.setdefault(text.split()[0], signal.getsignal(signal.SIGTERM))
+        print(f"latticelab: {text}", file=sys.stderr)
+
+    monkeypatch.setattr(run_command, "say", spy)
+    assert main(["run", "ising", "--L", "8", "--backend", "numpy", "--steps", "2"]) == 0
+    assert handlers["Rewired"] not in (signal.SIG_DFL, signal.SIG_IGN, None)     # the header, under our handler
+    assert "Rewired Ising model" in capsys.readouterr().err

@@ -210,17 +210,17 @@ def run_steps(args, job=None) -> int:
     summary = " ".join(f"{k}={v}" for k, v in model.params.model_dump().items())
     split = (f", split over {job.size} MPI processes (halos by {job.transport})"
              if job is not None and job.size > 1 else "")
-    say(f"{cls.title} {summary} on {model.backend_name} [{model.device_name}]{split}")
+    announce = [f"{cls.title} {summary} on {model.backend_name} [{model.device_name}]{split}"]
     derived = {} if args.load_state else derived_values(model.params, given)
     if derived:
-        say("not given, so derived from the other parameters: "
-            + ", ".join(f"{option_name(k)} {v!r} (default {cls.Params.model_fields[k].default!r})"
-                        for k, v in derived.items()))
+        announce.append("not given, so derived from the other parameters: "
+                        + ", ".join(f"{option_name(k)} {v!r} (default {cls.Params.model_fields[k].default!r})"
+                                    for k, v in derived.items()))
     plan = RunPlan(equilibrate=args.equilibrate, steps=steps, until=until, csv=args.csv, overwrite=args.overwrite,
                    files={o.name: getattr(args, o.name) for o in cls.run_options},
                    outputs=outputs, open_output=lambda model: open_output(args, model),
                    recorder=movie, record=args.record, save_state=args.save_state,
-                   writes=job is None or job.root)
+                   writes=job is None or job.root, announce=tuple(announce))
     try:
         result = run_headless(model, hooks, plan, say)
     except RunTooLong as exc:
